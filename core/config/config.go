@@ -1,0 +1,165 @@
+// Package config is the operator's configuration: the HCL file of
+// PRODUCT.md §2, or the embedded default when there is none.
+package config
+
+import (
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+)
+
+// Config is one loaded, validated configuration.
+type Config struct {
+	// Source is the file it came from; empty for the embedded default.
+	Source   string
+	Server   Server
+	Store    Store
+	Plugins  []Plugin
+	Channels []Channel
+	Models   []Model
+	Limits   Limits
+	Pipeline Pipeline
+}
+
+// Server is the `server {}` block.
+type Server struct {
+	// Listen is the address to serve on; default 127.0.0.1:8080.
+	Listen string
+	// AdminToken guards /admin/v1; empty means generate one into the data dir.
+	AdminToken string
+	// MasterKey is 64 hex characters (AES-256) sealing raw API keys; empty
+	// means read or generate <data dir>/master.key.
+	MasterKey string
+	// AllowPrivateURLs lets client-supplied URLs reach private addresses.
+	AllowPrivateURLs bool
+	// Durability is "" (default: the write-ahead log is written before the
+	// response ends, fsync left to the OS) or "strict" (fsync, group commit).
+	Durability string
+	// TLS, when set, serves HTTPS for Domain with automatic certificates.
+	TLS *TLS
+}
+
+// TLS is the `server { tls {} }` block.
+type TLS struct {
+	Domain string
+	Email  string
+	CA     string // ACME directory URL; empty = Let's Encrypt
+}
+
+// Store is the `store "badger" {}` block.
+type Store struct {
+	Kind string // "badger"
+	Dir  string // default ./data
+}
+
+// Plugin is a `plugin "NAME" { path }` block: where a vendor binary is.
+// Without one, a vendor is found as tollgate-plugin-NAME beside the gateway.
+type Plugin struct {
+	Name     string
+	Path     string
+	Settings map[string]string
+}
+
+// Channel is one upstream route: a vendor plugin, an address, a secret.
+type Channel struct {
+	Name      string
+	Vendor    string   // the plugin name
+	BaseURL   string   // vendor root without /v1
+	APIKey    string   // usually env("...")
+	Families  []string // chat, image, ...
+	Protocols []string // for chat: the protocol ids this upstream speaks
+	Models    []string // model ids served; "client=upstream" maps to another upstream id
+	Priority  int      // higher first
+	Weight    int      // share within one priority; default 1
+	Timeout   time.Duration
+	Tools     []string // built-in tools this channel supports (narrows the model's)
+	Settings  map[string]string
+}
+
+// UpstreamModel returns the upstream id for a client model id on this channel
+// and whether the channel serves it at all.
+func (c *Channel) UpstreamModel(id string) (string, bool) {
+	for _, m := range c.Models {
+		client, upstream, mapped := cut(m, '=')
+		if client == id {
+			if mapped {
+				return upstream, true
+			}
+			return id, true
+		}
+	}
+	return "", false
+}
+
+func cut(s string, sep byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// Model is a `model "ID" {}` block.
+type Model struct {
+	ID               string
+	OwnedBy          string
+	Family           string // chat, image, video, ...
+	Aliases          []string
+	Price            Price
+	DefaultMaxTokens int // hold size when max_tokens is omitted (capped at 32768)
+	MaxOutputTokens  int // on-wire ceiling when max_tokens is omitted; default DefaultMaxTokens
+	// TranslateFrom turns on reverse translation for these client protocols.
+	TranslateFrom []string
+	Timeout       time.Duration // total chat timeout; default 180s
+	Caps          Caps
+}
+
+// Price is a model's `price {}` block. Token prices are per million tokens.
+type Price struct {
+	Input         money.Nano
+	Output        money.Nano
+	CachedInput   money.Nano
+	CacheWrite    money.Nano
+	PerImage      money.Nano
+	PerSecond     money.Nano
+	PerCall       money.Nano
+	PerCharacter  money.Nano
+	PerGeneration money.Nano
+}
+
+// Caps is a model's `caps {}` block.
+type Caps struct {
+	Tools     []string // built-in tools: web_search, image_generation
+	Reasoning bool
+	Vision    bool
+}
+
+// Limits is the `limits {}` block: account-wide request limits.
+type Limits struct {
+	RPM         int // requests per minute (60 s sliding window); 0 = unlimited
+	Concurrency int // requests in flight; 0 = unlimited
+}
+
+// Pipeline is the `pipeline {}` block.
+type Pipeline struct {
+	// Stages in order; empty means the default chain.
+	Stages []string
+}
+
+// Model looks a model up by id or alias.
+func (c *Config) Model(id string) (*Model, bool) {
+	for i := range c.Models {
+		if c.Models[i].ID == id {
+			return &c.Models[i], true
+		}
+	}
+	for i := range c.Models {
+		for _, a := range c.Models[i].Aliases {
+			if a == id {
+				return &c.Models[i], true
+			}
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,154 @@
+// Package sse reads and writes server-sent events.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+
+	"github.com/tollgate-gw/tollgate/core/protocol"
+)
+
+// Reader splits an SSE byte stream into events. Comments and the id and
+// retry fields are skipped; CRLF and LF line ends are both accepted.
+type Reader struct {
+	br   *bufio.Reader
+	data []byte
+	name []byte
+}
+
+// NewReader reads events from r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// Next returns the next event. It returns io.EOF after the last complete
+// event, and io.ErrUnexpectedEOF when the stream stops inside an event.
+// The returned Data is a fresh slice the caller may keep.
+func (r *Reader) Next() (protocol.Event, error) {
+	r.data = r.data[:0]
+	r.name = r.name[:0]
+	hasData, inEvent := false, false
+	for {
+		line, err := r.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: gather it whole.
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = r.br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
+			return protocol.Event{}, err
+		}
+		eof := err == io.EOF
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if hasData || len(r.name) > 0 {
+				return r.event(), nil
+			}
+			if eof {
+				if inEvent {
+					return protocol.Event{}, io.ErrUnexpectedEOF
+				}
+				return protocol.Event{}, io.EOF
+			}
+			continue
+		}
+		inEvent = true
+		if line[0] != ':' {
+			field, value, _ := bytes.Cut(line, []byte{':'})
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+			switch string(field) {
+			case "data":
+				if hasData {
+					r.data = append(r.data, '\n')
+				}
+				r.data = append(r.data, value...)
+				hasData = true
+			case "event":
+				r.name = append(r.name[:0], value...)
+			}
+		}
+		if eof {
+			// A final event without its blank line is incomplete.
+			return protocol.Event{}, io.ErrUnexpectedEOF
+		}
+	}
+}
+
+func (r *Reader) event() protocol.Event {
+	ev := protocol.Event{Data: append([]byte(nil), r.data...)}
+	if len(r.name) > 0 {
+		ev.Name = string(r.name)
+	}
+	return ev
+}
+
+// Writer writes events to a client and flushes each one.
+type Writer struct {
+	w   io.Writer
+	f   http.Flusher
+	buf []byte
+}
+
+// NewWriter writes to w, flushing after each event when w is an http.Flusher.
+func NewWriter(w io.Writer) *Writer {
+	sw := &Writer{w: w, buf: make([]byte, 0, 512)}
+	sw.f, _ = w.(http.Flusher)
+	return sw
+}
+
+// SetHeaders sets the headers of an event-stream response.
+func SetHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+}
+
+// Write sends one event: an "event:" line when it has a name, one "data:"
+// line per line of data, and the blank line; then flushes.
+func (s *Writer) Write(ev protocol.Event) error {
+	b := s.buf[:0]
+	if ev.Name != "" {
+		b = append(b, "event: "...)
+		b = append(b, ev.Name...)
+		b = append(b, '\n')
+	}
+	data := ev.Data
+	for {
+		line, rest, more := bytes.Cut(data, []byte{'\n'})
+		b = append(b, "data: "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+		if !more {
+			break
+		}
+		data = rest
+	}
+	b = append(b, '\n')
+	s.buf = b
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+	return nil
+}
+
+// Done writes the completions-style terminator "data: [DONE]".
+func (s *Writer) Done() error {
+	return s.Write(protocol.Event{Data: doneData})
+}
+
+var doneData = []byte("[DONE]")
+
+// IsDone reports whether ev is the completions-style terminator.
+func IsDone(ev protocol.Event) bool { return bytes.Equal(ev.Data, doneData) }

@@ -1,0 +1,111 @@
+// Package vendor is the public Go face of a vendor plugin: the interface a
+// vendor implements and the types that cross the plugin boundary. The gRPC
+// transport (proto/vendor/v1) is converted to and from these types here, so
+// vendors and the host never touch generated code.
+package vendor
+
+import (
+	"context"
+	"time"
+)
+
+// Description names a plugin and what it speaks.
+type Description struct {
+	Name      string
+	Protocols []string // protocol ids it can speak upstream
+	Families  []string
+	Version   string
+}
+
+// Channel is one upstream the operator configured for this vendor.
+type Channel struct {
+	Name      string
+	BaseURL   string
+	APIKey    string
+	Protocols []string
+	Settings  map[string]string
+}
+
+// Config is everything a plugin is told: its channels and its own settings.
+type Config struct {
+	Channels []Channel
+	Settings map[string]string
+}
+
+// ChatRequest is one upstream chat call.
+type ChatRequest struct {
+	Channel     string
+	Protocol    string // protocol to speak upstream; Body is already in it
+	Model       string // upstream model id
+	Body        []byte
+	Stream      bool
+	Headers     map[string]string // client headers to forward, lower-case names
+	Timeout     time.Duration     // whole call; 0 = only the context
+	IdleTimeout time.Duration     // between stream events; 0 = none
+	RequestID   string
+	Operation   string // "" for chat, OpCountTokens for the token counter
+}
+
+// OpCountTokens asks a messages upstream to count tokens.
+const OpCountTokens = "count_tokens"
+
+// ChatResponse is the upstream's answer, verbatim.
+type ChatResponse struct {
+	Status  int
+	Body    []byte
+	Headers map[string]string // selected headers, lower-case names
+}
+
+// Head opens a stream: the upstream status, and for a non-2xx status its
+// error body (no events follow then).
+type Head struct {
+	Status  int
+	Headers map[string]string
+	Body    []byte
+}
+
+// Event is one upstream SSE event.
+type Event struct {
+	Name string
+	Data []byte
+}
+
+// Sink receives a stream: Head exactly once, then Event per upstream event.
+// An error from the sink (the client went away) must stop the upstream call.
+type Sink interface {
+	Head(Head) error
+	Event(Event) error
+}
+
+// FailureKind says why an upstream call produced no (complete) answer.
+type FailureKind int
+
+const (
+	FailureUnknown  FailureKind = iota
+	FailureConnect              // DNS, TCP or TLS: nothing reached the upstream
+	FailureTimeout              // total or idle timeout
+	FailureCanceled             // the caller cancelled
+	FailureBroken               // the upstream broke the connection or protocol mid-answer
+	FailureConfig               // channel unknown to the plugin
+)
+
+// Failure is a domain failure of an upstream call. It is returned as an error
+// by Chat and ChatStream; transport faults are other errors.
+type Failure struct {
+	Kind    FailureKind
+	Message string
+}
+
+func (f *Failure) Error() string { return f.Message }
+
+// Vendor is implemented by every vendor plugin.
+type Vendor interface {
+	Describe(ctx context.Context) (Description, error)
+	Configure(ctx context.Context, cfg Config) error
+	// Chat makes one non-streaming call. A non-2xx upstream answer is a
+	// ChatResponse, not an error; *Failure reports calls without an answer.
+	Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error)
+	// ChatStream makes one streaming call, feeding sink. It returns nil after
+	// a complete stream, *Failure when the upstream broke or never answered.
+	ChatStream(ctx context.Context, req *ChatRequest, sink Sink) error
+}
