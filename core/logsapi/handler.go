@@ -1,0 +1,226 @@
+// Package logsapi serves the call-log API of an authenticated key:
+// GET /v1/logs, /v1/logs/{id}, /v1/logs/summary and /v1/logs/export.csv.
+// It reads through store.Store only and writes completions-style errors.
+package logsapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// Logs API limits of the spec.
+const (
+	// RateLimit is the requests per minute per key shared by the logs endpoints.
+	RateLimit = 60
+	// ExportMaxRows caps one CSV export.
+	ExportMaxRows = 10_000
+)
+
+// Handler serves the logs endpoints. It is safe for concurrent use.
+type Handler struct {
+	st     store.Store
+	lim    *ratelimit.PerKey
+	now    func() time.Time
+	log    hclog.Logger
+	red    *Redactor
+	cache  *summaryCache
+	prefix string
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithChannelNames sets the upstream channel names (the config's channel
+// blocks) masked as "[channel]" in error fields and technical views.
+func WithChannelNames(names []string) Option {
+	return func(h *Handler) { h.red = NewRedactor(names) }
+}
+
+// WithSummaryCacheSize bounds the number of cached summaries (default 4096).
+func WithSummaryCacheSize(n int) Option {
+	return func(h *Handler) { h.cache = newSummaryCache(n) }
+}
+
+// New returns the logs handler. lim is the shared 60-per-minute-per-key
+// limiter of the logs endpoints (a fresh one when nil); now is the clock
+// (time.Now when nil); logger receives the causes of 500s.
+func New(st store.Store, lim *ratelimit.PerKey, now func() time.Time, logger hclog.Logger, opts ...Option) *Handler {
+	if now == nil {
+		now = time.Now
+	}
+	if lim == nil {
+		lim = ratelimit.NewPerKey(RateLimit, time.Minute, now)
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	h := &Handler{
+		st:     st,
+		lim:    lim,
+		now:    now,
+		log:    logger.Named("logsapi"),
+		red:    NewRedactor(nil),
+		cache:  newSummaryCache(4096),
+		prefix: "/v1/logs",
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// Serve handles GET /v1/logs, /v1/logs/summary, /v1/logs/export.csv and
+// /v1/logs/{id} for an authenticated key. Every response carries the
+// x-ratelimit-* headers of the logs limiter.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, key store.Key) {
+	d := h.lim.Allow(key.ID)
+	d.SetHeaders(w.Header())
+	if !d.Allowed {
+		h.fail(w, apierr.Newf(apierr.LogsRateLimited,
+			"logs API rate limit reached: %d requests per minute per key; retry after %s seconds",
+			d.Limit, w.Header().Get("Retry-After")))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		e := apierr.Newf(apierr.InvalidRequest, "method %s is not allowed on the logs API; use GET", r.Method)
+		e.Status = http.StatusMethodNotAllowed
+		w.Header().Set("Allow", "GET, HEAD")
+		h.fail(w, e)
+		return
+	}
+	if key.Kind == store.KindAgent {
+		h.fail(w, apierr.New(apierr.PermissionDenied, "agent keys cannot read call logs"))
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, h.prefix)
+	if !ok {
+		h.fail(w, apierr.New(apierr.NotFound, "unknown logs endpoint "+r.URL.Path))
+		return
+	}
+	switch rest = strings.TrimSuffix(rest, "/"); rest {
+	case "":
+		h.serveList(w, r, key)
+	case "/summary":
+		h.serveSummary(w, r, key)
+	case "/export.csv":
+		h.serveExport(w, r, key)
+	default:
+		h.serveOne(w, r, key, strings.TrimPrefix(rest, "/"))
+	}
+}
+
+func (h *Handler) fail(w http.ResponseWriter, e *apierr.Error) {
+	if e.Status >= 500 {
+		h.log.Error("logs request failed", "error", e)
+	}
+	apierr.Write(w, protocol.OpenAIChat, e)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// listJSON is the GET /v1/logs response.
+type listJSON struct {
+	Object     string      `json:"object"`
+	Currency   string      `json:"currency"`
+	Scope      string      `json:"scope"`
+	PeriodFrom string      `json:"period_from"`
+	PeriodTo   string      `json:"period_to"`
+	Data       []rowJSON   `json:"data"`
+	HasMore    bool        `json:"has_more"`
+	NextCursor *string     `json:"next_cursor"`
+	InFlight   *[]inFlight `json:"in_flight,omitempty"`
+}
+
+// inFlight is an unfinished async job; the gateway has none yet, so the
+// list is always empty when asked for.
+type inFlight struct {
+	ID string `json:"id"`
+}
+
+func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, key store.Key) {
+	p, aerr := parseList(r.URL.Query(), key, h.now())
+	if aerr != nil {
+		h.fail(w, aerr)
+		return
+	}
+	q := p.query(key.AccountID, key.ID)
+	q.Limit = p.limit + 1
+	rows, err := h.st.QueryLogs(r.Context(), q)
+	if err != nil {
+		h.fail(w, apierr.Internal(err))
+		return
+	}
+	out := listJSON{
+		Object:     "list",
+		Currency:   "points",
+		Scope:      p.scope.name(),
+		PeriodFrom: formatTime(p.window.from),
+		PeriodTo:   formatTime(p.window.to),
+		HasMore:    len(rows) > p.limit,
+	}
+	if out.HasMore {
+		rows = rows[:p.limit]
+		last := rows[len(rows)-1]
+		c := cursor{
+			V: cursorVersion, From: p.window.from.UnixNano(), To: p.window.to.UnixNano(),
+			Asc: p.asc, At: last.CreatedAt.UnixNano(), ID: last.ID,
+		}.encode()
+		out.NextCursor = &c
+	}
+	out.Data = make([]rowJSON, len(rows))
+	for i := range rows {
+		out.Data[i] = toRowJSON(&rows[i], p.include.attempts, h.red)
+	}
+	if p.include.inFlight && p.after == nil {
+		none := []inFlight{}
+		out.InFlight = &none
+	}
+	writeJSON(w, out)
+}
+
+// serveOne answers GET /v1/logs/{id} with the row's technical view. A row
+// of another account, or of another key without account scope, is 404.
+func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, key store.Key, idS string) {
+	s, aerr := parseScope(r.URL.Query(), key)
+	if aerr != nil {
+		h.fail(w, aerr)
+		return
+	}
+	notFound := apierr.Newf(apierr.LogNotFound, "log %s not found", strconv.Quote(idS))
+	id, err := strconv.ParseUint(idS, 10, 64)
+	if err != nil {
+		h.fail(w, notFound)
+		return
+	}
+	row, err := h.st.GetLog(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		h.fail(w, notFound)
+		return
+	case err != nil:
+		h.fail(w, apierr.Internal(err))
+		return
+	}
+	if row.AccountID != key.AccountID || (!s.account && row.KeyID != key.ID) ||
+		(s.keyID != "" && row.KeyID != s.keyID) {
+		h.fail(w, notFound)
+		return
+	}
+	writeJSON(w, toTechJSON(&row, h.red))
+}
