@@ -37,6 +37,8 @@ const (
 	LogNotFound                  = "log_not_found"
 	LogsRateLimited              = "logs_rate_limited"
 	ModelNoVision                = "model_no_vision"
+	// ClientClosed marks a call whose client went away; it is logged, never sent.
+	ClientClosed = "client_closed"
 )
 
 // row is one line of the truth table.
@@ -68,6 +70,7 @@ var table = map[string]row{
 	LogsRateLimited:              {429, "rate_limit_error", "rate_limit_error", "RESOURCE_EXHAUSTED"},
 	ModelNoVision:                {400, "invalid_request_error", "invalid_request_error", "INVALID_ARGUMENT"},
 	NotFound:                     {404, "invalid_request_error", "not_found_error", "NOT_FOUND"},
+	ClientClosed:                 {499, "invalid_request_error", "invalid_request_error", "CANCELLED"},
 }
 
 // Error is an error a client sees. Status, Code and the per-protocol types

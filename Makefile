@@ -1,0 +1,58 @@
+# Tollgate. `make run` starts the gateway on its embedded default;
+# `make test` passes every test. Both do their own set-up.
+
+GO        ?= go
+BIN       := bin
+PLUGINS   := sim openai anthropic gemini openai-compatible
+GOFLAGS_B := -trimpath
+FUZZTIME  ?= 3s
+
+.PHONY: all build plugins run test test-unit fuzz bench proto lint clean deps
+
+all: build
+
+deps:
+	$(GO) mod download
+
+# The gateway and every vendor plugin, side by side (plugins are found
+# beside the tollgate binary).
+build: deps plugins
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate ./cmd/tollgate
+
+plugins: deps
+	@mkdir -p $(BIN)
+	@for p in $(PLUGINS); do \
+		$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-plugin-$$p ./cmd/tollgate-plugin-$$p || exit 1; \
+	done
+
+run: build
+	./$(BIN)/tollgate serve
+
+# Unit, integration (real binary and plugin processes) and conformance tests
+# with the race detector; each micro-benchmark once so none can rot; short
+# fuzz runs of the decoders and translators.
+test: deps lint
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
+	$(MAKE) fuzz
+
+fuzz:
+	@./.ci/fuzz.sh $(FUZZTIME)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+proto:
+	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler)
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative proto/vendor/v1/vendor.proto
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$'); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/gateway"
+	"github.com/tollgate-gw/tollgate/pipeline"
+)
+
+func serveCommand(stages *pipeline.Registry) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the gateway (the embedded default when no --config is given)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "HCL config file", EnvVars: []string{"TOLLGATE_CONFIG"}},
+			&cli.StringFlag{Name: "data-dir", Usage: "data directory (overrides store.dir)"},
+			&cli.StringFlag{Name: "listen", Usage: "address to listen on (overrides server.listen)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"TOLLGATE_LOG_LEVEL"}},
+			&cli.BoolFlag{Name: "log-json", Usage: "log as JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			log := hclog.New(&hclog.LoggerOptions{
+				Name: "tollgate", Level: hclog.LevelFromString(c.String("log-level")),
+				JSONFormat: c.Bool("log-json"), Output: os.Stderr,
+			})
+			var cfg *config.Config
+			if path := c.String("config"); path != "" {
+				loaded, err := config.Load(path)
+				if err != nil {
+					return err
+				}
+				cfg = loaded
+			} else {
+				cfg = config.Default(os.Getenv)
+			}
+			if d := c.String("data-dir"); d != "" {
+				cfg.Store.Dir = d
+			}
+			if l := c.String("listen"); l != "" {
+				cfg.Server.Listen = l
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return gateway.Run(ctx, gateway.Options{Config: cfg, Logger: log, Stages: stages, Out: c.App.Writer})
+		},
+	}
+}

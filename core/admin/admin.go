@@ -1,0 +1,506 @@
+// Package admin is the operator's API (/admin/v1): accounts, credits and
+// keys. The console and `tollgate admin` use it.
+package admin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/keys"
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// SignupCredit is the trial credit of a new account.
+var SignupCredit = money.MustParse("121.32")
+
+// Service does the admin operations; the HTTP handler and the first-start
+// demo account both use it.
+type Service struct {
+	store  store.Store
+	sealer *keys.Sealer
+	now    func() time.Time
+}
+
+// NewService returns the admin operations over st.
+func NewService(st store.Store, sealer *keys.Sealer, now func() time.Time) *Service {
+	return &Service{store: st, sealer: sealer, now: now}
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// CreateAccount makes an account holding credit (SignupCredit when nil).
+func (s *Service) CreateAccount(ctx context.Context, name string, credit *money.Nano) (store.Account, error) {
+	a := store.Account{ID: newID("acct_"), Name: name, Status: store.AccountActive, CreatedAt: s.now().UTC()}
+	amount := SignupCredit
+	note := "sign-up credit"
+	if credit != nil {
+		amount, note = *credit, "initial credit"
+	}
+	return a, s.store.CreateAccount(ctx, a, amount, note)
+}
+
+// KeySpec is what a new key (or a key update) says.
+type KeySpec struct {
+	Name             *string
+	AllowedModels    *[]string // nil: unchanged (create: all models); pointer to nil slice: all models
+	RestrictModels   *bool
+	ExpiresAt        **time.Time
+	Enabled          *bool
+	LogsAccountScope *bool
+	Kind             *string
+}
+
+// CreateKey makes a key for an account and returns it with its raw value,
+// which is shown this once (and later only through reveal).
+func (s *Service) CreateKey(ctx context.Context, accountID string, spec KeySpec) (store.Key, string, error) {
+	if _, err := s.store.GetAccount(ctx, accountID); err != nil {
+		return store.Key{}, "", err
+	}
+	raw, err := keys.Generate()
+	if err != nil {
+		return store.Key{}, "", err
+	}
+	sealed, err := s.sealer.Seal(raw)
+	if err != nil {
+		return store.Key{}, "", err
+	}
+	k := store.Key{
+		ID: newID("key_"), AccountID: accountID, Prefix: keys.Display(raw), Hash: keys.Hash(raw),
+		Sealed: sealed, Enabled: true, Kind: store.KindConsole, CreatedAt: s.now().UTC(),
+	}
+	if err := applySpec(&k, spec); err != nil {
+		return store.Key{}, "", err
+	}
+	if k.Name == "" {
+		return store.Key{}, "", apierr.New(apierr.InvalidRequest, "name is required")
+	}
+	return k, raw, s.store.CreateKey(ctx, k)
+}
+
+func applySpec(k *store.Key, spec KeySpec) error {
+	if spec.Name != nil {
+		k.Name = strings.TrimSpace(*spec.Name)
+	}
+	if spec.RestrictModels != nil {
+		k.RestrictModels = *spec.RestrictModels
+		k.AllowedModels = nil
+		if k.RestrictModels && spec.AllowedModels != nil {
+			k.AllowedModels = append([]string{}, (*spec.AllowedModels)...)
+		}
+	}
+	if spec.ExpiresAt != nil {
+		k.ExpiresAt = *spec.ExpiresAt
+	}
+	if spec.Enabled != nil {
+		k.Enabled = *spec.Enabled
+	}
+	if spec.LogsAccountScope != nil {
+		k.LogsAccountScope = *spec.LogsAccountScope
+	}
+	if spec.Kind != nil {
+		switch *spec.Kind {
+		case store.KindConsole, store.KindEmployee, store.KindDesktop, store.KindAgent:
+			k.Kind = *spec.Kind
+		default:
+			return apierr.Newf(apierr.InvalidRequest, "kind must be one of console, employee, desktop, agent; got %q", *spec.Kind)
+		}
+	}
+	return nil
+}
+
+// Reveal returns a key's raw value; hash-only keys cannot be revealed.
+func (s *Service) Reveal(ctx context.Context, keyID string) (string, error) {
+	k, err := s.store.GetKey(ctx, keyID)
+	if err != nil {
+		return "", err
+	}
+	return s.sealer.Open(k.Sealed, k.Hash)
+}
+
+// Handler serves /admin/v1 behind the admin token.
+type Handler struct {
+	svc   *Service
+	store store.Store
+	token string
+	log   hclog.Logger
+	mux   *http.ServeMux
+}
+
+// NewHandler returns the admin API. token must not be empty.
+func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger) *Handler {
+	h := &Handler{svc: svc, store: st, token: token, log: logger.Named("admin"), mux: http.NewServeMux()}
+	m := h.mux
+	m.HandleFunc("POST /admin/v1/accounts", h.createAccount)
+	m.HandleFunc("GET /admin/v1/accounts", h.listAccounts)
+	m.HandleFunc("GET /admin/v1/accounts/{id}", h.getAccount)
+	m.HandleFunc("PATCH /admin/v1/accounts/{id}", h.patchAccount)
+	m.HandleFunc("POST /admin/v1/accounts/{id}/credits", h.credit)
+	m.HandleFunc("POST /admin/v1/accounts/{id}/keys", h.createKey)
+	m.HandleFunc("GET /admin/v1/accounts/{id}/keys", h.listKeys)
+	m.HandleFunc("GET /admin/v1/keys/{id}", h.getKey)
+	m.HandleFunc("GET /admin/v1/keys/{id}/reveal", h.reveal)
+	m.HandleFunc("PATCH /admin/v1/keys/{id}", h.patchKey)
+	m.HandleFunc("DELETE /admin/v1/keys/{id}", h.deleteKey)
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || h.token == "" ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(h.token)) != 1 {
+		fail(w, apierr.New(apierr.InvalidAPIKey, "admin authentication failed: send Authorization: Bearer <admin token>"))
+		return
+	}
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		fail(w, apierr.Newf(apierr.NotFound, "no admin route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func fail(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		err = apierr.New(apierr.NotFound, "not found")
+	}
+	apierr.Write(w, protocol.OpenAIChat, apierr.As(err))
+}
+
+func reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return apierr.Newf(apierr.InvalidRequest, "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+type accountView struct {
+	store.Account
+	Object    string     `json:"object"`
+	Balance   money.Nano `json:"balance"`
+	Held      money.Nano `json:"held"`
+	Available money.Nano `json:"available"`
+}
+
+func (h *Handler) view(ctx context.Context, a store.Account) (accountView, error) {
+	w, err := h.store.GetWallet(ctx, a.ID)
+	if err != nil {
+		return accountView{}, err
+	}
+	return accountView{Account: a, Object: "account", Balance: w.Balance, Held: w.Held, Available: w.Available()}, nil
+}
+
+func (h *Handler) createAccount(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name          string      `json:"name"`
+		InitialCredit *money.Nano `json:"initial_credit"`
+	}
+	if err := decode(r, &body); err != nil {
+		fail(w, err)
+		return
+	}
+	if strings.TrimSpace(body.Name) == "" {
+		fail(w, apierr.New(apierr.InvalidRequest, "name is required"))
+		return
+	}
+	a, err := h.svc.CreateAccount(r.Context(), strings.TrimSpace(body.Name), body.InitialCredit)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	v, err := h.view(r.Context(), a)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusCreated, v)
+}
+
+func (h *Handler) listAccounts(w http.ResponseWriter, r *http.Request) {
+	accts, err := h.store.ListAccounts(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := make([]accountView, 0, len(accts))
+	for _, a := range accts {
+		v, err := h.view(r.Context(), a)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		out = append(out, v)
+	}
+	reply(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+func (h *Handler) getAccount(w http.ResponseWriter, r *http.Request) {
+	a, err := h.store.GetAccount(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	v, err := h.view(r.Context(), a)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, v)
+}
+
+func (h *Handler) patchAccount(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name        *string `json:"name"`
+		Status      *string `json:"status"`
+		RPM         *int    `json:"rpm"`
+		Concurrency *int    `json:"concurrency"`
+	}
+	if err := decode(r, &body); err != nil {
+		fail(w, err)
+		return
+	}
+	a, err := h.store.GetAccount(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if body.Name != nil {
+		a.Name = *body.Name
+	}
+	if body.Status != nil {
+		if *body.Status != store.AccountActive && *body.Status != store.AccountDisabled {
+			fail(w, apierr.Newf(apierr.InvalidRequest, "status must be active or disabled, got %q", *body.Status))
+			return
+		}
+		a.Status = *body.Status
+	}
+	if body.RPM != nil {
+		if *body.RPM < 0 {
+			fail(w, apierr.New(apierr.InvalidRequest, "rpm must be 0 (the config default) or more"))
+			return
+		}
+		a.RPM = *body.RPM
+	}
+	if body.Concurrency != nil {
+		if *body.Concurrency < 0 {
+			fail(w, apierr.New(apierr.InvalidRequest, "concurrency must be 0 (the config default) or more"))
+			return
+		}
+		a.Concurrency = *body.Concurrency
+	}
+	if err := h.store.UpdateAccount(r.Context(), a); err != nil {
+		fail(w, err)
+		return
+	}
+	v, err := h.view(r.Context(), a)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, v)
+}
+
+func (h *Handler) credit(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Amount *money.Nano `json:"amount"`
+		Note   string      `json:"note"`
+	}
+	if err := decode(r, &body); err != nil {
+		fail(w, err)
+		return
+	}
+	if body.Amount == nil || *body.Amount == 0 {
+		fail(w, apierr.New(apierr.InvalidRequest, "amount is required and must not be 0 (a decimal string; negative for a correction)"))
+		return
+	}
+	wallet, err := h.store.Credit(r.Context(), r.PathValue("id"), *body.Amount, body.Note)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{
+		"object": "wallet", "account_id": wallet.AccountID, "balance": wallet.Balance,
+		"held": wallet.Held, "available": wallet.Available(),
+	})
+}
+
+// keyBody is the JSON of a key create or patch. allowed_models null means
+// every model; [] denies every model.
+type keyBody struct {
+	Name             *string          `json:"name"`
+	AllowedModels    json.RawMessage  `json:"allowed_models"`
+	ExpiresAt        *json.RawMessage `json:"expires_at"`
+	Enabled          *bool            `json:"enabled"`
+	LogsAccountScope *bool            `json:"logs_account_scope"`
+	Kind             *string          `json:"kind"`
+}
+
+func (b keyBody) spec() (KeySpec, error) {
+	s := KeySpec{Name: b.Name, Enabled: b.Enabled, LogsAccountScope: b.LogsAccountScope, Kind: b.Kind}
+	if len(b.AllowedModels) > 0 {
+		restrict := string(b.AllowedModels) != "null"
+		s.RestrictModels = &restrict
+		if restrict {
+			var list []string
+			if err := json.Unmarshal(b.AllowedModels, &list); err != nil {
+				return s, apierr.New(apierr.InvalidRequest, "allowed_models must be null or an array of model ids")
+			}
+			s.AllowedModels = &list
+		}
+	}
+	if b.ExpiresAt != nil {
+		var t *time.Time
+		if string(*b.ExpiresAt) != "null" {
+			var v time.Time
+			if err := json.Unmarshal(*b.ExpiresAt, &v); err != nil {
+				return s, apierr.New(apierr.InvalidRequest, "expires_at must be an RFC 3339 timestamp or null")
+			}
+			t = &v
+		}
+		s.ExpiresAt = &t
+	}
+	return s, nil
+}
+
+type keyView struct {
+	ID               string     `json:"id"`
+	Object           string     `json:"object"`
+	Key              string     `json:"key,omitempty"`
+	AccountID        string     `json:"account_id"`
+	Name             string     `json:"name"`
+	Prefix           string     `json:"prefix"`
+	AllowedModels    []string   `json:"allowed_models"`
+	ExpiresAt        *time.Time `json:"expires_at"`
+	Enabled          bool       `json:"enabled"`
+	LogsAccountScope bool       `json:"logs_account_scope"`
+	Kind             string     `json:"kind"`
+	Revealable       bool       `json:"revealable"`
+	CreatedAt        time.Time  `json:"created_at"`
+}
+
+func keyJSON(k store.Key, raw string) keyView {
+	v := keyView{
+		ID: k.ID, Object: "api_key", Key: raw, AccountID: k.AccountID, Name: k.Name, Prefix: k.Prefix,
+		ExpiresAt: k.ExpiresAt, Enabled: k.Enabled, LogsAccountScope: k.LogsAccountScope, Kind: k.Kind,
+		Revealable: len(k.Sealed) > 0, CreatedAt: k.CreatedAt,
+	}
+	if k.RestrictModels {
+		v.AllowedModels = append([]string{}, k.AllowedModels...)
+	}
+	return v
+}
+
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
+	var body keyBody
+	if err := decode(r, &body); err != nil {
+		fail(w, err)
+		return
+	}
+	spec, err := body.spec()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	k, raw, err := h.svc.CreateKey(r.Context(), r.PathValue("id"), spec)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusCreated, keyJSON(k, raw))
+}
+
+func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.store.GetAccount(r.Context(), r.PathValue("id")); err != nil {
+		fail(w, err)
+		return
+	}
+	ks, err := h.store.ListKeys(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := make([]keyView, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, keyJSON(k, ""))
+	}
+	reply(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+func (h *Handler) getKey(w http.ResponseWriter, r *http.Request) {
+	k, err := h.store.GetKey(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, keyJSON(k, ""))
+}
+
+func (h *Handler) reveal(w http.ResponseWriter, r *http.Request) {
+	raw, err := h.svc.Reveal(r.Context(), r.PathValue("id"))
+	if errors.Is(err, keys.ErrNotRevealable) {
+		fail(w, apierr.New(apierr.InvalidRequest, err.Error()))
+		return
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, map[string]string{"id": r.PathValue("id"), "key": raw})
+}
+
+func (h *Handler) patchKey(w http.ResponseWriter, r *http.Request) {
+	var body keyBody
+	if err := decode(r, &body); err != nil {
+		fail(w, err)
+		return
+	}
+	spec, err := body.spec()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	k, err := h.store.GetKey(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := applySpec(&k, spec); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := h.store.UpdateKey(r.Context(), k); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, keyJSON(k, ""))
+}
+
+func (h *Handler) deleteKey(w http.ResponseWriter, r *http.Request) {
+	if err := h.store.DeleteKey(r.Context(), r.PathValue("id")); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{"id": r.PathValue("id"), "object": "api_key", "deleted": true})
+}

@@ -1,0 +1,295 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/pipeline"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// serveModels lists the registry, limited to the key's allowlist. Only
+// Bearer and x-api-key are accepted here; balance is not checked.
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	k, _, release, ok := s.authenticate(w, r, pipeline.HeaderForms, true)
+	if !ok {
+		return
+	}
+	defer release()
+	data := make([]modelEntry, 0, len(s.cfg.Models))
+	for i := range s.cfg.Models {
+		m := &s.cfg.Models[i]
+		if pipeline.Allowed(k, m) {
+			data = append(data, modelEntry{ID: m.ID, Object: "model", OwnedBy: m.OwnedBy})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// serveBalance answers what the key can still spend. Free, works at zero
+// balance, does not touch the key's last-used time.
+func (s *Server) serveBalance(w http.ResponseWriter, r *http.Request) {
+	k, acct, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
+	if !ok {
+		return
+	}
+	defer release()
+	wallet, err := s.store.GetWallet(r.Context(), acct.ID)
+	if err != nil {
+		apierr.Write(w, protocol.OpenAIChat, apierr.Internal(err))
+		return
+	}
+	used, err := s.usage.get(r, k.ID)
+	if err != nil {
+		apierr.Write(w, protocol.OpenAIChat, apierr.Internal(err))
+		return
+	}
+	remaining := max(wallet.Available(), 0)
+	var expires any
+	if k.ExpiresAt != nil {
+		expires = k.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object":        "key.balance",
+		"remaining_usd": remaining,
+		"used_usd":      used,
+		"total_usd":     remaining + used,
+		"expires_at":    expires,
+	})
+}
+
+// usageCache keeps each key's cumulative spend for up to ttl (the spec lets
+// used_usd lag by 60 seconds; remaining_usd is always live).
+type usageCache struct {
+	store store.Store
+	now   func() time.Time
+	ttl   time.Duration
+	mu    sync.Mutex
+	m     map[string]usageEntry
+}
+
+type usageEntry struct {
+	used money.Nano
+	at   time.Time
+}
+
+func newUsageCache(st store.Store, now func() time.Time, ttl time.Duration) *usageCache {
+	return &usageCache{store: st, now: now, ttl: ttl, m: map[string]usageEntry{}}
+}
+
+func (u *usageCache) get(r *http.Request, keyID string) (money.Nano, error) {
+	now := u.now()
+	u.mu.Lock()
+	e, ok := u.m[keyID]
+	u.mu.Unlock()
+	if ok && now.Sub(e.at) < u.ttl {
+		return e.used, nil
+	}
+	used, err := u.store.KeyUsage(r.Context(), keyID)
+	if err != nil {
+		return 0, err
+	}
+	u.mu.Lock()
+	if len(u.m) > 100_000 {
+		clear(u.m)
+	}
+	u.m[keyID] = usageEntry{used: used, at: now}
+	u.mu.Unlock()
+	return used, nil
+}
+
+// serveEmbeddings: embeddings are withdrawn; no model is available.
+func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
+	_, _, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
+	if !ok {
+		return
+	}
+	defer release()
+	e := apierr.New(apierr.ModelNotFound, "embeddings are withdrawn: no embedding model is available")
+	e.Status = http.StatusNotFound
+	apierr.Write(w, protocol.OpenAIChat, e)
+}
+
+// catalogEntry is one model of GET /v1/catalog (schema_version 1.0).
+type catalogEntry struct {
+	ID                 string         `json:"id"`
+	Brand              string         `json:"brand"`
+	VendorSlug         string         `json:"vendor_slug"`
+	ProviderSlug       string         `json:"provider_slug"`
+	OfficialModelID    string         `json:"official_model_id"`
+	FastModeMultiplier *string        `json:"fast_mode_multiplier"`
+	Pricing            catalogPricing `json:"pricing"`
+	Billing            catalogBilling `json:"billing"`
+	Caps               catalogCaps    `json:"caps"`
+}
+
+type catalogPricing struct {
+	DisplayName  string        `json:"display_name"`
+	Category     string        `json:"category"`
+	EndpointType string        `json:"endpoint_type"`
+	Tiers        []catalogTier `json:"tiers"`
+	Discount     *string       `json:"discount"`
+}
+
+type catalogTier struct {
+	Unit  string     `json:"unit"`
+	Price money.Nano `json:"price"`
+}
+
+type catalogBilling struct {
+	Features []string `json:"features"`
+}
+
+type catalogCaps struct {
+	Family    string   `json:"family"`
+	Tools     []string `json:"tools"`
+	Reasoning bool     `json:"reasoning"`
+	Vision    bool     `json:"vision"`
+	Surfaces  []string `json:"surfaces"`
+}
+
+func (s *Server) catalogEntry(m *config.Model) catalogEntry {
+	family := m.Family
+	if family == "" {
+		family = "chat"
+	}
+	var tiers []catalogTier
+	add := func(unit string, p money.Nano) {
+		if p > 0 {
+			tiers = append(tiers, catalogTier{Unit: unit, Price: p})
+		}
+	}
+	p := m.Price
+	add("1M input tokens", p.Input)
+	add("1M cached input tokens", p.CachedInput)
+	add("1M cache write tokens", p.CacheWrite)
+	add("1M output tokens", p.Output)
+	add("image", p.PerImage)
+	add("second", p.PerSecond)
+	add("call", p.PerCall)
+	add("1M characters", p.PerCharacter)
+	add("generation", p.PerGeneration)
+	if tiers == nil {
+		tiers = []catalogTier{}
+	}
+	features := []string{}
+	if family == "chat" {
+		features = append(features, "per_token")
+		if p.CachedInput > 0 {
+			features = append(features, "cached_input")
+		}
+	}
+	tools := m.Caps.Tools
+	if tools == nil {
+		tools = []string{}
+	}
+	return catalogEntry{
+		ID: m.ID, Brand: m.OwnedBy, VendorSlug: m.OwnedBy, ProviderSlug: m.OwnedBy, OfficialModelID: m.ID,
+		Pricing: catalogPricing{DisplayName: m.ID, Category: family, EndpointType: endpointType(family), Tiers: tiers},
+		Billing: catalogBilling{Features: features},
+		Caps: catalogCaps{Family: family, Tools: tools, Reasoning: m.Caps.Reasoning, Vision: m.Caps.Vision,
+			Surfaces: s.surfaces(m)},
+	}
+}
+
+// surfaces lists the client protocols a model answers on.
+func (s *Server) surfaces(m *config.Model) []string {
+	out := []string{}
+	var speaks []string
+	for _, ch := range s.cfg.ChannelsFor(m.ID) {
+		speaks = append(speaks, ch.Protocols...)
+	}
+	for _, p := range protocol.All {
+		native := slices.Contains(speaks, string(p))
+		viaChat := p == protocol.OpenAIChat && (slices.Contains(speaks, string(protocol.AnthropicMessages)) || slices.Contains(speaks, string(protocol.GeminiNative)))
+		reverse := slices.Contains(m.TranslateFrom, string(p)) && slices.Contains(speaks, string(protocol.OpenAIChat))
+		if native || viaChat || reverse {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}
+
+func endpointType(family string) string {
+	switch family {
+	case "chat":
+		return "chat"
+	case "image":
+		return "images"
+	case "speech":
+		return "audio"
+	}
+	return family
+}
+
+// serveCatalog: free, works at zero balance, limited to the allowlist.
+func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
+	k, _, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
+	if !ok {
+		return
+	}
+	defer release()
+	models := []catalogEntry{}
+	aliases := map[string]string{}
+	for i := range s.cfg.Models {
+		m := &s.cfg.Models[i]
+		if !pipeline.Allowed(k, m) {
+			continue
+		}
+		models = append(models, s.catalogEntry(m))
+		for _, a := range m.Aliases {
+			aliases[a] = m.ID
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "catalog", "schema_version": "1.0", "currency": "points",
+		"models": models, "aliases": aliases,
+	})
+}
+
+type publicModel struct {
+	ID           string         `json:"id"`
+	Object       string         `json:"object"`
+	Created      int64          `json:"created"`
+	OwnedBy      string         `json:"owned_by"`
+	Family       string         `json:"family"`
+	EndpointType string         `json:"endpoint_type"`
+	Callable     bool           `json:"callable"`
+	Pricing      catalogPricing `json:"pricing"`
+	Caps         catalogCaps    `json:"caps"`
+}
+
+// servePublicModels is the unauthenticated full registry with prices.
+func (s *Server) servePublicModels(w http.ResponseWriter, r *http.Request) {
+	data := make([]publicModel, 0, len(s.cfg.Models))
+	for i := range s.cfg.Models {
+		m := &s.cfg.Models[i]
+		e := s.catalogEntry(m)
+		data = append(data, publicModel{
+			ID: m.ID, Object: "model", OwnedBy: m.OwnedBy, Family: e.Caps.Family,
+			EndpointType: e.Pricing.EndpointType, Callable: len(s.cfg.ChannelsFor(m.ID)) > 0,
+			Pricing: e.Pricing, Caps: e.Caps,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}

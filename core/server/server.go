@@ -1,0 +1,253 @@
+// Package server is Tollgate's HTTP front: routes, the request id, and the
+// handlers that feed calls into the pipeline or answer from the store.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/pipeline"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// MaxChatBody is the largest chat request body accepted (coding agents send
+// long conversations).
+const MaxChatBody = 32 << 20
+
+// Server routes public requests.
+type Server struct {
+	cfg     *config.Config
+	store   store.Store
+	chain   *pipeline.Chain
+	auth    *pipeline.Authenticator
+	limits  *ratelimit.Account
+	log     hclog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+	usage   *usageCache
+	extra   map[string]KeyHandler
+	channel map[string]bool
+}
+
+// KeyHandler serves an endpoint for an authenticated key (logs, billing).
+type KeyHandler func(w http.ResponseWriter, r *http.Request, key store.Key)
+
+// Options are the server's dependencies.
+type Options struct {
+	Config *config.Config
+	Store  store.Store
+	Chain  *pipeline.Chain
+	Auth   *pipeline.Authenticator
+	Limits *ratelimit.Account // nil = no account limits
+	Logger hclog.Logger
+	Now    func() time.Time
+	// Logs serves /v1/logs*, Billing /v1/dashboard/billing/*; both optional.
+	Logs, Billing KeyHandler
+	// Admin is mounted at /admin/v1/ when set.
+	Admin http.Handler
+}
+
+// New builds the server and its routes.
+func New(o Options) *Server {
+	s := &Server{
+		cfg: o.Config, store: o.Store, chain: o.Chain, auth: o.Auth, limits: o.Limits,
+		log: o.Logger.Named("http"), now: o.Now, mux: http.NewServeMux(),
+		usage: newUsageCache(o.Store, o.Now, time.Minute),
+	}
+	chat := func(p protocol.ID) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { s.serveChat(w, r, p, "", false) }
+	}
+	m := s.mux
+	m.HandleFunc("POST /v1/chat/completions", chat(protocol.OpenAIChat))
+	m.HandleFunc("POST /v1/messages", chat(protocol.AnthropicMessages))
+	m.HandleFunc("POST /v1/responses", chat(protocol.OpenAIResponses))
+	m.HandleFunc("POST /v1beta/models/{call}", s.serveGemini)
+	m.HandleFunc("GET /v1/models", s.serveModels)
+	m.HandleFunc("GET /v1/key/balance", s.serveBalance)
+	m.HandleFunc("GET /v1/catalog", s.serveCatalog)
+	m.HandleFunc("GET /api/v1/models/public", s.servePublicModels)
+	m.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
+	if o.Logs != nil {
+		logs := s.keyOnly(o.Logs)
+		m.HandleFunc("GET /v1/logs", logs)
+		m.HandleFunc("GET /v1/logs/", logs)
+	}
+	if o.Billing != nil {
+		m.HandleFunc("GET /v1/dashboard/billing/", s.withKey(o.Billing))
+	}
+	if o.Admin != nil {
+		m.Handle("/admin/v1/", o.Admin)
+	}
+	m.HandleFunc("HEAD /{$}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "Tollgate is running. See /v1/models.\n")
+	})
+	return s
+}
+
+// ServeHTTP gives every response its trace id, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := NewRequestID()
+	h := w.Header()
+	h.Set("x-gateway-trace", id)
+	h.Set("x-request-id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		apierr.Write(w, protocolOfPath(r.URL.Path), apierr.Newf(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+type requestIDKey struct{}
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey{}).(string)
+	return id
+}
+
+// NewRequestID returns a fresh request id.
+func NewRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+func protocolOfPath(path string) protocol.ID {
+	switch {
+	case strings.HasPrefix(path, "/v1/messages"):
+		return protocol.AnthropicMessages
+	case strings.HasPrefix(path, "/v1beta/"):
+		return protocol.GeminiNative
+	}
+	return protocol.OpenAIChat
+}
+
+// serveGemini splits /v1beta/models/{model}:{method}.
+func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {
+	call := r.PathValue("call")
+	i := strings.LastIndexByte(call, ':')
+	if i <= 0 {
+		apierr.Write(w, protocol.GeminiNative, apierr.Newf(apierr.NotFound, "no route for POST %s: want models/{model}:generateContent or :streamGenerateContent", r.URL.Path))
+		return
+	}
+	model, method := call[:i], call[i+1:]
+	switch method {
+	case "generateContent":
+		s.serveChat(w, r, protocol.GeminiNative, model, false)
+	case "streamGenerateContent":
+		s.serveChat(w, r, protocol.GeminiNative, model, true)
+	default:
+		apierr.Write(w, protocol.GeminiNative, apierr.Newf(apierr.NotFound, "unknown method %q: want generateContent or streamGenerateContent", method))
+	}
+}
+
+// serveChat runs a chat call through the pipeline.
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID, model string, streamPath bool) {
+	c := &pipeline.Call{
+		ID:         requestID(r),
+		Start:      s.now(),
+		Protocol:   p,
+		Billed:     true,
+		Request:    r,
+		W:          pipeline.NewResponseWriter(w),
+		ModelID:    model,
+		StreamPath: streamPath,
+	}
+	if p == protocol.AnthropicMessages && r.Header.Get("anthropic-version") == "" {
+		// The vendor's API refuses a raw call without it; the SDKs always send it.
+		apierr.Write(w, p, apierr.New(apierr.InvalidRequest, "anthropic-version: header is required (use 2023-06-01)"))
+		return
+	}
+	body, err := readBody(w, r, MaxChatBody)
+	if err != nil {
+		apierr.Write(w, p, err)
+		return
+	}
+	c.Body = body
+	s.chain.Run(r.Context(), c)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierr.Error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	var buf []byte
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf = make([]byte, 0, r.ContentLength)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				e := apierr.Newf(apierr.InvalidRequest, "request body is larger than %d MB", limit>>20)
+				e.Status = http.StatusRequestEntityTooLarge
+				return nil, e
+			}
+			return nil, apierr.New(apierr.InvalidRequest, "could not read the request body")
+		}
+	}
+}
+
+// authenticate checks the key of a non-chat endpoint and counts the request
+// against the account's limits. On failure the error is already written.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool) (*store.Key, *store.Account, func(), bool) {
+	k, acct, err := s.auth.Authenticate(r.Context(), r, forms)
+	if err != nil {
+		apierr.Write(w, protocol.OpenAIChat, apierr.As(err))
+		return nil, nil, nil, false
+	}
+	release := func() {}
+	if countLimits && s.limits != nil {
+		rel, lerr := s.limits.Acquire(acct.ID, acct.RPM, acct.Concurrency)
+		if lerr != nil {
+			apierr.Write(w, protocol.OpenAIChat, lerr)
+			return nil, nil, nil, false
+		}
+		release = rel
+	}
+	return k, acct, release, true
+}
+
+// withKey authenticates (counting account limits) before h.
+func (s *Server) withKey(h KeyHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k, _, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
+		if !ok {
+			return
+		}
+		defer release()
+		h(w, r, *k)
+	}
+}
+
+// keyOnly authenticates without the account's inference limits (the logs
+// API has its own).
+func (s *Server) keyOnly(h KeyHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k, _, _, ok := s.authenticate(w, r, pipeline.AllForms, false)
+		if !ok {
+			return
+		}
+		h(w, r, *k)
+	}
+}

@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+)
+
+// call is one raw HTTP exchange.
+type call struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (c call) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(c.Body, &m); err != nil {
+		t.Fatalf("not JSON (%d): %s", c.Status, c.Body)
+	}
+	return m
+}
+
+// errorOf returns the completions-style error object.
+func (c call) errorOf(t *testing.T) (code, typ, msg string) {
+	t.Helper()
+	e, _ := c.json(t)["error"].(map[string]any)
+	if e == nil {
+		t.Fatalf("no error object (%d): %s", c.Status, c.Body)
+	}
+	code, _ = e["code"].(string)
+	typ, _ = e["type"].(string)
+	msg, _ = e["message"].(string)
+	return
+}
+
+func do(t *testing.T, method, url string, headers map[string]string, body string) call {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return call{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+func bearer(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
+
+func chatBody(model, prompt string, extra string) string {
+	b, _ := json.Marshal(prompt)
+	s := `{"model":"` + model + `","messages":[{"role":"user","content":` + string(b) + `}]`
+	if extra != "" {
+		s += "," + extra
+	}
+	return s + "}"
+}
+
+func mustJSON(v any) string {
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(v)
+	return buf.String()
+}
+
+// startDefault runs the gateway on the embedded default with a fresh account.
+func startDefault(t *testing.T) (*testgw.Gateway, string, string) {
+	t.Helper()
+	g := testgw.Start(t, testgw.Options{})
+	acct := g.Account("")
+	_, key := g.Key(acct, nil)
+	return g, acct, key
+}
+
+// logsOf reads the key's rows from the logs API, newest first.
+func logsOf(t *testing.T, g *testgw.Gateway, key string) []map[string]any {
+	t.Helper()
+	c := do(t, "GET", g.URL+"/v1/logs?period=all&limit=200", bearer(key), "")
+	if c.Status != 200 {
+		t.Fatalf("logs: %d %s", c.Status, c.Body)
+	}
+	var out struct{ Data []map[string]any }
+	if err := json.Unmarshal(c.Body, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Data
+}

@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// allowlist reads the body by the client protocol's rules, resolves the
+// model in the registry, then checks the key's allowlist (registry first:
+// an unknown model is model_not_found even for a restricted key).
+type allowlistStage struct {
+	cfg *config.Config
+}
+
+func newAllowlist(d *Deps, _ map[string]string) (Stage, error) {
+	return &allowlistStage{cfg: d.Config}, nil
+}
+
+func (s *allowlistStage) Name() string { return "allowlist" }
+
+func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
+	c.Codec = codec.For(c.Protocol)
+	if c.Codec == nil {
+		return apierr.Newf(apierr.InternalError, "no codec for protocol %s", c.Protocol)
+	}
+	req, err := c.Codec.Inspect(c.Body)
+	if err != nil {
+		return err
+	}
+	c.Req = req
+	if req.Model != "" {
+		c.ModelID = req.Model
+	}
+	c.Stream = req.Stream || c.StreamPath
+	if c.ModelID == "" {
+		return apierr.New(apierr.InvalidRequest, "model is required")
+	}
+	m, ok := s.cfg.Model(c.ModelID)
+	if !ok {
+		return apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", c.ModelID)
+	}
+	c.Model = m
+	if !Allowed(c.Key, m) {
+		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", c.ModelID)
+	}
+	if m.Family != "" && m.Family != "chat" {
+		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is a %s model and has no channel on this chat endpoint", c.ModelID, m.Family)
+	}
+	return nil
+}
+
+// Allowed reports whether k may use m (by its id or any alias).
+func Allowed(k *store.Key, m *config.Model) bool {
+	if k == nil || !k.RestrictModels {
+		return true
+	}
+	for _, id := range k.AllowedModels {
+		if id == m.ID {
+			return true
+		}
+		for _, a := range m.Aliases {
+			if id == a {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,167 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/keys"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// The five messages of the spec's Authentication part.
+const (
+	msgMissing        = "authentication failed: missing or malformed api key (send it as Authorization: Bearer " + keys.Prefix + "...)"
+	msgInvalid        = "authentication failed: invalid api key"
+	msgRevoked        = "authentication failed: api key revoked"
+	msgExpired        = "authentication failed: api key expired"
+	msgAccountBlocked = "authentication failed: account is not active"
+	msgNoBalance      = "insufficient balance: the account's balance is exhausted; top up to continue (all keys of an account share one balance, so a new key does not help)"
+)
+
+// KeyForms says which of the key forms an endpoint accepts.
+type KeyForms int
+
+const (
+	// AllForms: x-api-key, the alternate header, the key query parameter,
+	// Authorization: Bearer — looked up in that order.
+	AllForms KeyForms = iota
+	// HeaderForms: GET /v1/models accepts only Bearer and x-api-key.
+	HeaderForms
+	// GoogleForms: all forms plus x-goog-api-key (generate-content clients).
+	GoogleForms
+)
+
+// ExtractKey finds the key in the request. A form whose value is empty
+// counts as absent. found is false when no form carries a value.
+func ExtractKey(r *http.Request, forms KeyForms) (raw string, found bool) {
+	if v := strings.TrimSpace(r.Header.Get("x-api-key")); v != "" {
+		return v, true
+	}
+	if forms != HeaderForms {
+		if v := strings.TrimSpace(r.Header.Get(keys.AltHeader)); v != "" {
+			return v, true
+		}
+		if forms == GoogleForms {
+			if v := strings.TrimSpace(r.Header.Get("x-goog-api-key")); v != "" {
+				return v, true
+			}
+		}
+		if v := strings.TrimSpace(r.URL.Query().Get("key")); v != "" {
+			return v, true
+		}
+	}
+	if v := r.Header.Get("Authorization"); v != "" {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			if token = strings.TrimSpace(token); token != "" {
+				return token, true
+			}
+		}
+		// A present but non-Bearer Authorization is a malformed key.
+		return "", true
+	}
+	return "", false
+}
+
+// Authenticator resolves a request's key to a key record and its account.
+// The server uses it for endpoints outside the chat chain too.
+type Authenticator struct {
+	store store.Store
+	now   func() time.Time
+}
+
+// NewAuthenticator returns an authenticator over st.
+func NewAuthenticator(st store.Store, now func() time.Time) *Authenticator {
+	return &Authenticator{store: st, now: now}
+}
+
+// Authenticate checks the key and the account. The error is a 401 with one
+// of the five messages, or a 500 when the store fails (fail closed).
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms KeyForms) (*store.Key, *store.Account, error) {
+	raw, _ := ExtractKey(r, forms)
+	if !keys.WellFormed(raw) {
+		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgMissing)
+	}
+	k, err := a.store.KeyByHash(ctx, keys.Hash(raw))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgInvalid)
+	}
+	if err != nil {
+		return nil, nil, apierr.Internal(err)
+	}
+	if !k.Enabled {
+		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgRevoked)
+	}
+	if k.ExpiresAt != nil && !a.now().Before(*k.ExpiresAt) {
+		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgExpired)
+	}
+	acct, err := a.store.GetAccount(ctx, k.AccountID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgAccountBlocked)
+	}
+	if err != nil {
+		return nil, nil, apierr.Internal(err)
+	}
+	if acct.Status != store.AccountActive {
+		return &k, nil, apierr.New(apierr.InvalidAPIKey, msgAccountBlocked)
+	}
+	return &k, &acct, nil
+}
+
+// QuotaError is the 402 of an exhausted balance.
+func QuotaError() *apierr.Error { return apierr.New(apierr.QuotaExceeded, msgNoBalance) }
+
+type authStage struct {
+	auth   *Authenticator
+	store  store.Store
+	limits interface {
+		Acquire(accountID string, rpm, concurrency int) (func(), *apierr.Error)
+	}
+}
+
+func newAuth(d *Deps, _ map[string]string) (Stage, error) {
+	s := &authStage{auth: d.Auth, store: d.Store}
+	if s.auth == nil {
+		s.auth = NewAuthenticator(d.Store, d.Now)
+	}
+	if d.Limits != nil {
+		s.limits = d.Limits
+	}
+	return s, nil
+}
+
+func (s *authStage) Name() string { return "auth" }
+
+func (s *authStage) Serve(ctx context.Context, c *Call) error {
+	forms := AllForms
+	if c.StreamPath || strings.HasPrefix(c.Request.URL.Path, "/v1beta/") {
+		forms = GoogleForms
+	}
+	k, acct, err := s.auth.Authenticate(ctx, c.Request, forms)
+	if err != nil {
+		return err
+	}
+	c.Key, c.Account = k, acct
+	if c.Billed {
+		w, err := s.store.GetWallet(ctx, acct.ID)
+		if err != nil {
+			return apierr.Internal(err)
+		}
+		c.Wallet = w
+		if w.Balance <= 0 {
+			return QuotaError()
+		}
+	}
+	if s.limits != nil {
+		release, lerr := s.limits.Acquire(acct.ID, acct.RPM, acct.Concurrency)
+		if lerr != nil {
+			return lerr
+		}
+		c.Defer(release)
+	}
+	return nil
+}

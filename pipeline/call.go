@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/translate"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// Call is one request moving through the chain. Stages read what earlier
+// stages set and add their own part; nothing here is shared between calls.
+type Call struct {
+	ID       string      // request id: x-gateway-trace, x-request-id, the log row's request_id
+	Start    time.Time   // when the request reached the gateway
+	Protocol protocol.ID // the client's protocol: decides the error shape
+	Billed   bool        // billed endpoint: 402 at auth when the balance is 0 or below
+	Request  *http.Request
+	W        *ResponseWriter
+	Body     []byte // the client body, read once
+
+	// ModelID is the model as the client named it (body, or URL path for
+	// generate-content); StreamPath is true for :streamGenerateContent.
+	ModelID    string
+	StreamPath bool
+
+	// Set by auth.
+	Key     *store.Key
+	Account *store.Account
+	Wallet  store.Wallet
+
+	// Set by allowlist.
+	Model *config.Model
+
+	// Set by precharge.
+	Codec     codec.Codec
+	Req       codec.Request
+	Stream    bool
+	Hold      *store.Hold
+	HoldMax   int64 // output tokens the hold covers
+	WireMax   int64 // max tokens sent upstream when the client omitted them (0 = client's own)
+	Estimated int64 // input token estimate
+
+	// Set by translate.
+	Route *Route
+
+	// Set by dispatch.
+	Usage         protocol.Usage
+	OutputChars   int64
+	Attempts      []store.Attempt
+	Served        bool   // an upstream answer reached the client
+	UpstreamTried bool   // at least one channel was called
+	Channel       string // channel that served
+	UpstreamErr   string // error detail for the row, redacted later
+	response      *pendingResponse
+
+	// Set by settle.
+	Charge money.Nano
+	Status string // row status
+	Row    *store.LogRow
+
+	// Err is the error the client saw; nil on success.
+	Err *apierr.Error
+
+	deferred []func()
+}
+
+// Defer runs fn after the chain, in reverse order of registration, like a
+// defer statement: stages use it to release what they took (a rate-limit
+// slot, an idempotency lock).
+func (c *Call) Defer(fn func()) { c.deferred = append(c.deferred, fn) }
+
+func (c *Call) fail(err error) {
+	c.Err = apierr.As(err)
+}
+
+// Fail records err as the call's error without rendering it (dispatch uses
+// it after the response has started).
+func (c *Call) Fail(err error) { c.fail(err) }
+
+// renderError writes c.Err unless the response has already started.
+func (c *Call) renderError() {
+	if c.W == nil || c.W.Started() {
+		return
+	}
+	c.response = nil
+	apierr.Write(c.W, c.Protocol, c.Err)
+}
+
+// pendingResponse is a non-streaming answer held until settle and log ran,
+// so the client never holds an answer the ledger does not.
+type pendingResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// Respond queues a complete non-streaming response, written after the chain.
+func (c *Call) Respond(status int, header http.Header, body []byte) {
+	c.response = &pendingResponse{status: status, header: header, body: body}
+}
+
+func (c *Call) flushResponse() {
+	r := c.response
+	if r == nil || c.W == nil || c.W.Started() {
+		return
+	}
+	c.response = nil
+	h := c.W.Header()
+	for k, v := range r.header {
+		h[k] = v
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	c.W.WriteHeader(r.status)
+	_, _ = c.W.Write(r.body)
+}
+
+// ResponseWriter wraps the client's writer to know whether the response has
+// started and whether the client is still there.
+type ResponseWriter struct {
+	http.ResponseWriter
+	status  int
+	written int64
+	failed  bool // a write to the client failed: it went away
+}
+
+// NewResponseWriter wraps w.
+func NewResponseWriter(w http.ResponseWriter) *ResponseWriter {
+	return &ResponseWriter{ResponseWriter: w}
+}
+
+// Started reports whether the status line was sent.
+func (w *ResponseWriter) Started() bool { return w.status != 0 }
+
+// Status is the status sent, 0 if none yet.
+func (w *ResponseWriter) Status() int { return w.status }
+
+// ClientGone reports whether a write to the client failed.
+func (w *ResponseWriter) ClientGone() bool { return w.failed }
+
+func (w *ResponseWriter) WriteHeader(status int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *ResponseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.written += int64(n)
+	if err != nil {
+		w.failed = true
+	}
+	return n, err
+}
+
+// Flush sends buffered data to the client.
+func (w *ResponseWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *ResponseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,331 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/sse"
+	"github.com/tollgate-gw/tollgate/core/translate"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// Chat timeouts of the spec's Timeouts table and PRODUCT.md §7.
+const (
+	DefaultChatTimeout = 180 * time.Second
+	DefaultIdleTimeout = 120 * time.Second
+)
+
+// dispatch calls the route's channels in order. Before the first byte
+// reaches the client, a connection failure, a 5xx or a 429 moves on to the
+// next channel (folded into the row's attempts); after it, nothing can
+// change the status and a failure just ends the stream.
+type dispatchStage struct {
+	vendors map[string]vendor.Vendor
+	health  *Health
+	now     func() time.Time
+	log     hclog.Logger
+}
+
+func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
+	h := d.Health
+	if h == nil {
+		h = NewHealth(d.Now)
+	}
+	return &dispatchStage{vendors: d.Vendors, health: h, now: d.Now, log: d.Logger.Named("dispatch")}, nil
+}
+
+func (s *dispatchStage) Name() string { return "dispatch" }
+
+// outcome of one attempt.
+type outcome int
+
+const (
+	done  outcome = iota // served, or failed in a way another channel cannot fix
+	retry                // failed before anything reached the client
+)
+
+func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
+	r := c.Route
+	timeout := c.Model.Timeout
+	if timeout <= 0 {
+		timeout = DefaultChatTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var last error
+	for _, ch := range s.order(r.Channels) {
+		upstreamModel, _ := ch.UpstreamModel(c.Model.ID)
+		if err := r.prepare(c, upstreamModel); err != nil {
+			return err
+		}
+		v := s.vendors[ch.Vendor]
+		started := s.now()
+		c.UpstreamTried = true
+		var res outcome
+		var err error
+		if v == nil {
+			res, err = retry, apierr.Newf(apierr.UpstreamUnreachable, "the vendor plugin %q is not running", ch.Vendor)
+		} else {
+			req := &vendor.ChatRequest{
+				Channel:     ch.Name,
+				Protocol:    string(r.Protocol),
+				Model:       upstreamModel,
+				Body:        r.body,
+				Stream:      c.Stream,
+				Headers:     forwardHeaders(c.Request.Header),
+				IdleTimeout: DefaultIdleTimeout,
+				RequestID:   c.ID,
+			}
+			if ch.Timeout > 0 {
+				req.Timeout = ch.Timeout
+			}
+			if c.Stream {
+				res, err = s.stream(ctx, c, v, req)
+			} else {
+				res, err = s.unary(ctx, c, v, req)
+			}
+		}
+		if res == done {
+			if err == nil || c.Served {
+				s.health.Success(ch.Name)
+				c.Channel = ch.Name
+			}
+			return err
+		}
+		s.health.Failure(ch.Name)
+		e := apierr.As(err)
+		c.Attempts = append(c.Attempts, store.Attempt{
+			Seq:          len(c.Attempts) + 1,
+			CreatedAt:    started,
+			LatencyMS:    s.now().Sub(started).Milliseconds(),
+			ErrorCode:    e.Code,
+			ErrorMessage: e.Message,
+		})
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if last == nil {
+		last = apierr.Newf(apierr.NoChannelAvailable, "the model '%s' has no usable channel", c.ModelID)
+	}
+	if ctx.Err() != nil && c.Request.Context().Err() == nil {
+		return apierr.New(apierr.UpstreamTimeout, "the upstream did not answer within "+timeout.String())
+	}
+	return last
+}
+
+// order returns the channels by priority (already sorted), weighted-random
+// within one priority, with channels whose breaker is open moved last.
+func (s *dispatchStage) order(chans []*config.Channel) []*config.Channel {
+	out := make([]*config.Channel, 0, len(chans))
+	for i := 0; i < len(chans); {
+		j := i
+		for j < len(chans) && chans[j].Priority == chans[i].Priority {
+			j++
+		}
+		group := append([]*config.Channel(nil), chans[i:j]...)
+		weightedShuffle(group)
+		out = append(out, group...)
+		i = j
+	}
+	usable := out[:0:0]
+	var resting []*config.Channel
+	for _, ch := range out {
+		if s.health.Usable(ch.Name) {
+			usable = append(usable, ch)
+		} else {
+			resting = append(resting, ch)
+		}
+	}
+	return append(usable, resting...)
+}
+
+func weightedShuffle(group []*config.Channel) {
+	if len(group) < 2 {
+		return
+	}
+	total := 0
+	for _, ch := range group {
+		total += max(ch.Weight, 1)
+	}
+	for i := 0; i < len(group)-1; i++ {
+		n := rand.IntN(total)
+		for j := i; j < len(group); j++ {
+			n -= max(group[j].Weight, 1)
+			if n < 0 {
+				total -= max(group[j].Weight, 1)
+				group[i], group[j] = group[j], group[i]
+				break
+			}
+		}
+	}
+}
+
+// forwardHeaders picks the client headers a vendor may need.
+func forwardHeaders(h http.Header) map[string]string {
+	if v := h.Get("anthropic-beta"); v != "" {
+		return map[string]string{"anthropic-beta": v}
+	}
+	return nil
+}
+
+// failure maps a plugin error to the client error and whether another
+// channel may be tried.
+func (s *dispatchStage) failure(ctx context.Context, c *Call, err error) (outcome, error) {
+	var f *vendor.Failure
+	if !errors.As(err, &f) {
+		// A transport fault: the plugin process died or is restarting.
+		return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached")
+	}
+	switch f.Kind {
+	case vendor.FailureTimeout:
+		return done, apierr.New(apierr.UpstreamTimeout, "the upstream timed out")
+	case vendor.FailureCanceled:
+		if ctx.Err() != nil && c.Request.Context().Err() == nil {
+			return done, apierr.New(apierr.UpstreamTimeout, "the upstream timed out")
+		}
+		return done, apierr.New(apierr.ClientClosed, "the client closed the request")
+	case vendor.FailureConnect, vendor.FailureConfig:
+		return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+f.Message)
+	default:
+		return retry, &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
+			Message: "the upstream broke off its answer: " + f.Message}
+	}
+}
+
+// upstreamStatus maps a non-2xx upstream answer.
+func upstreamStatus(c *Call, status int, header map[string]string, body []byte) (outcome, error) {
+	msg := ""
+	if up := codec.For(c.Route.Protocol); up != nil {
+		msg = up.ErrorMessage(body)
+	}
+	e := apierr.FromUpstream(status, msg)
+	if ra := header["retry-after"]; ra != "" {
+		if _, err := strconv.Atoi(ra); err == nil {
+			e.WithHeader("Retry-After", ra)
+		}
+	}
+	if status >= 500 || status == 429 {
+		return retry, e
+	}
+	return done, e
+}
+
+func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
+	resp, err := v.Chat(ctx, req)
+	if err != nil {
+		return s.failure(ctx, c, err)
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		return upstreamStatus(c, resp.Status, resp.Headers, resp.Body)
+	}
+	up := codec.For(c.Route.Protocol)
+	c.Usage = up.Usage(resp.Body)
+	body := resp.Body
+	if tr := c.Route.Translator; tr != nil {
+		body, err = tr.Response(resp.Body, c.responseOptions())
+		if err != nil {
+			return done, apierr.Internal(err)
+		}
+	}
+	c.Served = true
+	c.Respond(http.StatusOK, http.Header{"Content-Type": {"application/json"}}, body)
+	return done, nil
+}
+
+func (c *Call) responseOptions() translate.ResponseOptions {
+	return translate.ResponseOptions{
+		Model: c.ModelID, RequestID: c.ID, Created: c.Start, IncludeUsage: c.Req.IncludeUsage,
+	}
+}
+
+// relay is the vendor.Sink of a streaming call: it writes each upstream
+// event to the client as it comes, translated when needed, and tracks usage.
+type relay struct {
+	c         *Call
+	track     codec.Stream
+	tr        translate.Stream
+	out       *sse.Writer
+	head      vendor.Head
+	started   bool
+	keepUsage bool
+}
+
+func (r *relay) Head(h vendor.Head) error {
+	r.head = h
+	if h.Status < 200 || h.Status > 299 {
+		return nil
+	}
+	sse.SetHeaders(r.c.W.Header())
+	r.c.W.WriteHeader(http.StatusOK)
+	r.c.W.Flush()
+	r.started = true
+	r.c.Served = true
+	return nil
+}
+
+func (r *relay) Event(ev vendor.Event) error {
+	pe := protocol.Event{Name: ev.Name, Data: ev.Data}
+	keep := r.track.Observe(pe)
+	if r.tr != nil {
+		return r.tr.Event(pe, r.out.Write)
+	}
+	if !keep && !r.keepUsage {
+		return nil
+	}
+	return r.out.Write(pe)
+}
+
+func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
+	rl := &relay{
+		c:         c,
+		track:     codec.For(c.Route.Protocol).NewStream(),
+		out:       sse.NewWriter(c.W),
+		keepUsage: c.Protocol != protocol.OpenAIChat || c.Req.IncludeUsage,
+	}
+	if c.Route.Translator != nil {
+		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
+	}
+	err := v.ChatStream(ctx, req, rl)
+	c.Usage = rl.track.Usage()
+	c.OutputChars = rl.track.OutputChars()
+	if !rl.started {
+		if err != nil {
+			return s.failure(ctx, c, err)
+		}
+		if rl.head.Status == 0 {
+			return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream closed the stream without answering")
+		}
+		return upstreamStatus(c, rl.head.Status, rl.head.Headers, rl.head.Body)
+	}
+	// The status is sent: from here a failure only ends the stream early.
+	if err == nil && rl.tr != nil && rl.track.Complete() {
+		if werr := rl.tr.End(rl.out.Write); werr != nil {
+			err = werr
+		}
+	}
+	switch {
+	case c.W.ClientGone() || c.Request.Context().Err() != nil:
+		return done, apierr.New(apierr.ClientClosed, "the client closed the stream")
+	case err != nil:
+		_, e := s.failure(ctx, c, err)
+		return done, e
+	case !rl.track.Complete():
+		return done, &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
+			Message: "the upstream ended the stream before it was complete"}
+	}
+	return done, nil
+}

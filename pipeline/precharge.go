@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// holdOutputCap bounds the output a hold covers when max tokens are omitted.
+const holdOutputCap = 32768
+
+// precharge reserves the worst-case cost: the input estimate (bytes / 4)
+// plus the explicit max tokens, or min(default_max_tokens, 32768) when they
+// are omitted (then the on-wire value is raised to the model ceiling).
+type prechargeStage struct {
+	store store.Store
+}
+
+func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
+	return &prechargeStage{store: d.Store}, nil
+}
+
+func (s *prechargeStage) Name() string { return "precharge" }
+
+func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
+	m := c.Model
+	c.Estimated = c.Req.InputEstimate()
+	if c.Req.MaxTokens > 0 {
+		c.HoldMax = c.Req.MaxTokens
+	} else {
+		c.HoldMax = int64(min(m.DefaultMaxTokens, holdOutputCap))
+		c.WireMax = int64(m.MaxOutputTokens)
+		if c.WireMax == 0 {
+			c.WireMax = int64(m.DefaultMaxTokens)
+		}
+	}
+	amount := TokenCost(m.Price, c.Estimated, 0, 0, c.HoldMax)
+	h := store.Hold{
+		ID:          c.ID,
+		AccountID:   c.Account.ID,
+		KeyID:       c.Key.ID,
+		KeyName:     c.Key.Name,
+		KeyPrefix:   c.Key.Prefix,
+		Model:       m.ID,
+		Amount:      amount,
+		SubmittedAt: c.Start,
+	}
+	w, err := s.store.PlaceHold(ctx, h)
+	if errors.Is(err, store.ErrInsufficient) {
+		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost up to "+amount.String()+
+			" credits (input estimate plus max tokens), more than the account's available balance; lower max_tokens or top up")
+	}
+	if err != nil {
+		return apierr.Internal(err)
+	}
+	c.Wallet = w
+	c.Hold = &h
+	return nil
+}
+
+// TokenCost prices token usage: cached input at cached_input (input when
+// unset), cache writes at cache_write (input when unset), the rest of the
+// input at input, output at output. input includes cached and written tokens.
+func TokenCost(p config.Price, input, cached, cacheWrite, output int64) money.Nano {
+	cachedPrice := p.CachedInput
+	if cachedPrice == 0 {
+		cachedPrice = p.Input
+	}
+	writePrice := p.CacheWrite
+	if writePrice == 0 {
+		writePrice = p.Input
+	}
+	plain := max(input-cached-cacheWrite, 0)
+	return money.PerMillion(plain, p.Input) +
+		money.PerMillion(cached, cachedPrice) +
+		money.PerMillion(cacheWrite, writePrice) +
+		money.PerMillion(output, p.Output)
+}

@@ -1,0 +1,55 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// settle works out what the call cost and how it ended: actual usage times
+// the model's prices (the cached rate for cached input), or, when the
+// upstream reported no usage, the pre-charge input estimate and output
+// estimated from the characters emitted. It never gates again: the charge may
+// exceed the hold. The log stage commits it.
+type settleStage struct{}
+
+func newSettle(*Deps, map[string]string) (Stage, error) { return settleStage{}, nil }
+
+func (settleStage) Name() string { return "settle" }
+
+func (s settleStage) Serve(ctx context.Context, c *Call) error {
+	s.Finish(ctx, c)
+	return nil
+}
+
+func (settleStage) Finish(_ context.Context, c *Call) {
+	c.Status = rowStatus(c)
+	if c.Model == nil || !c.Served {
+		return
+	}
+	u := c.Usage
+	if !u.Reported {
+		u.InputTokens = c.Estimated
+		u.OutputTokens = (c.OutputChars + 3) / 4
+		c.Usage = u
+	}
+	c.Charge = TokenCost(c.Model.Price, u.InputTokens, u.CachedTokens, u.CacheWriteTokens, u.OutputTokens)
+}
+
+// rowStatus is the log row's status: interrupted for a client that went away
+// or a gateway timeout, error for an upstream failure, rejected for a call
+// the gateway refused before reaching an upstream.
+func rowStatus(c *Call) string {
+	if c.Err == nil {
+		return store.StatusSuccess
+	}
+	switch c.Err.Code {
+	case apierr.ClientClosed, apierr.UpstreamTimeout:
+		return store.StatusInterrupted
+	}
+	if c.UpstreamTried || c.Err.Status >= 500 && c.Err.Code != apierr.NoChannelAvailable {
+		return store.StatusError
+	}
+	return store.StatusRejected
+}

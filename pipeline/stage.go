@@ -1,0 +1,160 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Stage is one step of the chain.
+type Stage interface {
+	// Name is the stage's name in the config.
+	Name() string
+	// Serve processes the call; an error stops the forward run and is shown
+	// to the client (an *apierr.Error, or any error as a 500).
+	Serve(ctx context.Context, c *Call) error
+}
+
+// Finisher is a Stage that must run even after an earlier stage failed.
+// Finish is called instead of Serve once c.Err is set.
+type Finisher interface {
+	Finish(ctx context.Context, c *Call)
+}
+
+// Factory builds a stage from the gateway's dependencies. It validates its
+// settings so that a bad config fails at start, not on the first request.
+type Factory func(d *Deps, settings map[string]string) (Stage, error)
+
+// Registry maps stage names to factories. It is built explicitly and handed
+// to Build; there is no global registry.
+type Registry struct {
+	factories map[string]Factory
+}
+
+// NewRegistry returns a registry holding the built-in stages.
+func NewRegistry() *Registry {
+	r := &Registry{factories: map[string]Factory{}}
+	r.Register("auth", newAuth)
+	r.Register("allowlist", newAllowlist)
+	r.Register("idempotency", newIdempotency)
+	r.Register("precharge", newPrecharge)
+	r.Register("translate", newTranslate)
+	r.Register("dispatch", newDispatch)
+	r.Register("settle", newSettle)
+	r.Register("log", newLog)
+	return r
+}
+
+// Register adds or replaces a factory.
+func (r *Registry) Register(name string, f Factory) { r.factories[name] = f }
+
+// Names lists registered stage names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.factories))
+	for n := range r.factories {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DefaultOrder is the chain when the config names none.
+var DefaultOrder = []string{
+	"auth",        // who is calling: key, account, 401/402
+	"allowlist",   // which model: registry, then the key's allowlist
+	"idempotency", // Idempotency-Key checks
+	"precharge",   // hold the worst-case cost, or 402
+	"translate",   // pick the upstream protocol, rewrite or translate the body
+	"dispatch",    // call the channels in order, relay the answer
+	"settle",      // true up the hold on actual usage
+	"log",         // the usage-log row
+}
+
+// required stages cannot be left out: without them money or the ledger breaks.
+var required = []string{"auth", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}
+
+// Chain is a compiled, ordered list of stages.
+type Chain struct {
+	stages []Stage
+	log    hclog.Logger
+}
+
+// Build compiles the chain in the given order (DefaultOrder when empty).
+func Build(reg *Registry, d *Deps, order []string, settings map[string]map[string]string) (*Chain, error) {
+	if len(order) == 0 {
+		order = DefaultOrder
+	}
+	seen := map[string]bool{}
+	ch := &Chain{log: d.Logger.Named("pipeline")}
+	for _, name := range order {
+		if seen[name] {
+			return nil, fmt.Errorf("pipeline: stage %q named twice", name)
+		}
+		seen[name] = true
+		f, ok := reg.factories[name]
+		if !ok {
+			return nil, fmt.Errorf("pipeline: unknown stage %q (known: %s)", name, strings.Join(reg.Names(), ", "))
+		}
+		s, err := f(d, settings[name])
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: stage %q: %w", name, err)
+		}
+		ch.stages = append(ch.stages, s)
+	}
+	for _, name := range required {
+		if !seen[name] {
+			return nil, fmt.Errorf("pipeline: stage %q is required", name)
+		}
+	}
+	pos := func(n string) int {
+		for i, s := range order {
+			if s == n {
+				return i
+			}
+		}
+		return -1
+	}
+	for i := 1; i < len(required); i++ {
+		if pos(required[i-1]) > pos(required[i]) {
+			return nil, fmt.Errorf("pipeline: stage %q must come before %q", required[i-1], required[i])
+		}
+	}
+	return ch, nil
+}
+
+// Stages returns the stage names in order.
+func (ch *Chain) Stages() []string {
+	out := make([]string, len(ch.stages))
+	for i, s := range ch.stages {
+		out[i] = s.Name()
+	}
+	return out
+}
+
+// Run takes the call through the chain. Errors are rendered right away
+// (when nothing was written yet) so the client is not kept waiting for the
+// ledger; then the finishing stages run.
+func (ch *Chain) Run(ctx context.Context, c *Call) {
+	for _, s := range ch.stages {
+		if c.Err == nil {
+			if err := s.Serve(ctx, c); err != nil {
+				c.fail(err)
+				if c.Err.Status >= 500 && c.Err.Cause != nil {
+					ch.log.Error("stage failed", "stage", s.Name(), "request_id", c.ID, "error", c.Err.Cause)
+				}
+				c.renderError()
+			}
+			continue
+		}
+		if f, ok := s.(Finisher); ok {
+			f.Finish(ctx, c)
+		}
+	}
+	c.flushResponse()
+	for i := len(c.deferred) - 1; i >= 0; i-- {
+		c.deferred[i]()
+	}
+}
