@@ -54,7 +54,7 @@ func (r *Redactor) Redact(s string) string {
 	s = reURL.ReplaceAllString(s, "[url]")
 	s = reBearer.ReplaceAllString(s, "Bearer [redacted]")
 	s = reSKKey.ReplaceAllString(s, "sk-[redacted]")
-	s = reAssign.ReplaceAllString(s, "${1}${2}[redacted]")
+	s = reAssign.ReplaceAllStringFunc(s, maskAssignment)
 	s = reHex.ReplaceAllString(s, "[redacted]")
 	s = reB64.ReplaceAllStringFunc(s, maskLongToken)
 	if r != nil && r.channels != nil {
@@ -65,6 +65,17 @@ func (r *Redactor) Redact(s string) string {
 		}
 	}
 	return s
+}
+
+// maskAssignment masks the value of name=value, except a "Bearer" value,
+// whose token the bearer pattern has already masked.
+func maskAssignment(m string) string {
+	sub := reAssign.FindStringSubmatchIndex(m)
+	value := m[sub[5]:]
+	if strings.EqualFold(value, "bearer") || value == "[redacted]" {
+		return m
+	}
+	return m[:sub[5]] + "[redacted]"
 }
 
 func maskLongToken(tok string) string {
