@@ -3,6 +3,8 @@
 package config
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
@@ -19,6 +21,10 @@ type Config struct {
 	Models   []Model
 	Limits   Limits
 	Pipeline Pipeline
+
+	// byModel indexes Channels by served model id, ordered as ChannelsFor
+	// returns them; built by Load, Parse and Default.
+	byModel map[string][]*Channel
 }
 
 // Server is the `server {}` block.
@@ -162,4 +168,59 @@ func (c *Config) Model(id string) (*Model, bool) {
 		}
 	}
 	return nil, false
+}
+
+// ChannelsFor returns the channels serving a model (by id or alias), highest
+// priority first, then by name. The slice is shared: do not modify it.
+// A Config built by hand (not by Load, Parse or Default) is scanned per call.
+func (c *Config) ChannelsFor(modelID string) []*Channel {
+	if m, ok := c.Model(modelID); ok {
+		modelID = m.ID
+	}
+	if c.byModel != nil {
+		return c.byModel[modelID]
+	}
+	return c.channelsFor(modelID)
+}
+
+func (c *Config) channelsFor(modelID string) []*Channel {
+	var out []*Channel
+	for i := range c.Channels {
+		if _, ok := c.Channels[i].UpstreamModel(modelID); ok {
+			out = append(out, &c.Channels[i])
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Channel) int {
+		if a.Priority != b.Priority {
+			if a.Priority > b.Priority {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// index builds byModel; call it once the Channels and Models are final.
+func (c *Config) index() {
+	c.byModel = make(map[string][]*Channel, len(c.Models))
+	for i := range c.Models {
+		if chs := c.channelsFor(c.Models[i].ID); len(chs) > 0 {
+			c.byModel[c.Models[i].ID] = chs
+		}
+	}
+}
+
+// PluginNames returns the distinct vendors the channels use, sorted: the
+// plugin binaries the gateway has to start.
+func (c *Config) PluginNames() []string {
+	var out []string
+	for i := range c.Channels {
+		if v := c.Channels[i].Vendor; !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

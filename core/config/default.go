@@ -1,0 +1,109 @@
+package config
+
+import (
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+)
+
+// Real vendors the embedded default adds when their key is in the environment.
+const (
+	OpenAIBaseURL    = "https://api.openai.com"
+	AnthropicBaseURL = "https://api.anthropic.com"
+	GeminiBaseURL    = "https://generativelanguage.googleapis.com"
+)
+
+// agentTimeout is the chat timeout of the ids coding agents use: their turns
+// run long.
+const agentTimeout = 600 * time.Second
+
+// Default is the embedded configuration `tollgate serve` runs without a
+// file: the sim vendor serving a small demo chat model set on all four
+// protocols, plus a real vendor channel for each of OPENAI_API_KEY,
+// ANTHROPIC_API_KEY and GEMINI_API_KEY that env returns non-empty.
+func Default(env func(string) string) *Config {
+	all := make([]string, len(protocol.All))
+	for i, p := range protocol.All {
+		all[i] = string(p)
+	}
+	cfg := &Config{
+		Server: Server{Listen: DefaultListen, AllowPrivateURLs: true},
+		Store:  Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
+		Limits: Limits{RPM: 600, Concurrency: 64},
+		Models: []Model{
+			chatModel("sim-chat", 8192, 8192, DefaultModelTimeout, price("0.10", "0.40", "0.025", ""),
+				Caps{Tools: []string{"web_search", "image_generation"}, Vision: true}),
+			chatModel("claude-sonnet-4-5", 8192, 32000, agentTimeout, price("3", "15", "0.30", "3.75"),
+				Caps{Reasoning: true, Vision: true}),
+			chatModel("claude-sonnet-5", 8192, 32000, agentTimeout, price("3", "15", "0.30", "3.75"),
+				Caps{Reasoning: true, Vision: true}),
+			chatModel("claude-opus-4-8", 8192, 32000, agentTimeout, price("5", "25", "0.50", "6.25"),
+				Caps{Reasoning: true, Vision: true}),
+			chatModel("claude-haiku-4-5-20251001", 8192, 32000, agentTimeout, price("1", "5", "0.10", "1.25"),
+				Caps{Reasoning: true, Vision: true}),
+			chatModel("gpt-5-codex", 8192, 32000, agentTimeout, price("1.25", "10", "0.125", ""),
+				Caps{Reasoning: true}),
+			chatModel("gpt-4o-mini", 16384, 16384, DefaultModelTimeout, price("0.15", "0.60", "0.075", ""),
+				Caps{Tools: []string{"web_search"}, Vision: true}),
+			chatModel("gemini-2.5-flash", 8192, 32768, DefaultModelTimeout, price("0.30", "2.50", "0.03", ""),
+				Caps{Reasoning: true, Vision: true}),
+		},
+	}
+	simModels := make([]string, len(cfg.Models))
+	for i := range cfg.Models {
+		simModels[i] = cfg.Models[i].ID
+	}
+	cfg.Channels = []Channel{{
+		Name: "sim", Vendor: "sim", BaseURL: "sim://local", Families: []string{"chat"},
+		Protocols: all, Models: simModels, Weight: 1,
+	}}
+
+	real := []struct {
+		env, vendor, baseURL string
+		protocols            []protocol.ID
+		models               []string
+	}{
+		{"OPENAI_API_KEY", "openai", OpenAIBaseURL, []protocol.ID{protocol.OpenAIChat, protocol.OpenAIResponses}, []string{"gpt-4o-mini"}},
+		{"ANTHROPIC_API_KEY", "anthropic", AnthropicBaseURL, []protocol.ID{protocol.AnthropicMessages}, []string{"claude-sonnet-4-5", "claude-haiku-4-5-20251001"}},
+		{"GEMINI_API_KEY", "gemini", GeminiBaseURL, []protocol.ID{protocol.GeminiNative}, []string{"gemini-2.5-flash"}},
+	}
+	for _, r := range real {
+		key := env(r.env)
+		if key == "" {
+			continue
+		}
+		ps := make([]string, len(r.protocols))
+		for i, p := range r.protocols {
+			ps[i] = string(p)
+		}
+		// Above sim, so the real upstream serves and sim is the fallback.
+		cfg.Channels = append(cfg.Channels, Channel{
+			Name: r.vendor, Vendor: r.vendor, BaseURL: r.baseURL, APIKey: key,
+			Families: []string{"chat"}, Protocols: ps, Models: r.models, Priority: 10, Weight: 1,
+		})
+		for _, id := range r.models {
+			m, _ := cfg.Model(id)
+			m.OwnedBy = r.vendor
+		}
+	}
+	cfg.index()
+	return cfg
+}
+
+func chatModel(id string, defMax, maxOut int, timeout time.Duration, p Price, caps Caps) Model {
+	return Model{
+		ID: id, OwnedBy: "sim", Family: "chat", Price: p,
+		DefaultMaxTokens: defMax, MaxOutputTokens: maxOut, Timeout: timeout, Caps: caps,
+	}
+}
+
+// price builds a token price per million tokens; an empty cacheWrite leaves
+// cache writes billed at the input price.
+func price(input, output, cachedInput, cacheWrite string) Price {
+	p := Price{Input: money.MustParse(input), Output: money.MustParse(output), CachedInput: money.MustParse(cachedInput)}
+	if cacheWrite != "" {
+		p.CacheWrite = money.MustParse(cacheWrite)
+	}
+	return p
+}

@@ -1,0 +1,789 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+)
+
+// Defaults applied when the file leaves an attribute out.
+const (
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultStoreDir     = "./data"
+	DefaultMaxTokens    = 4096
+	DefaultModelTimeout = 180 * time.Second
+	DefaultFamily       = "chat"
+	DurabilityStrict    = "strict"
+	storeKindBadger     = "badger"
+	maxInt              = 1_000_000_000
+)
+
+// Families are the endpoint families a model or channel may name.
+var Families = []string{
+	"chat", "image", "video", "music", "speech", "voice", "transcript",
+	"search", "avatar", "lipsync", "motion", "clip", "subtitle",
+}
+
+// BuiltinTools are the built-in tools caps.tools and a channel's tools name.
+var BuiltinTools = []string{"web_search", "image_generation"}
+
+// Load reads, parses and validates the HCL file at path. env() in the file
+// reads the process environment.
+func Load(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(src, path, os.LookupEnv)
+}
+
+// Parse is Load on bytes already read; filename is used in error positions.
+func Parse(src []byte, filename string) (*Config, error) {
+	return parse(src, filename, os.LookupEnv)
+}
+
+func parse(src []byte, filename string, lookup func(string) (string, bool)) (*Config, error) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, &Error{Diagnostics: diags}
+	}
+	d := &decoder{ctx: &hcl.EvalContext{Functions: map[string]function.Function{"env": envFunc(lookup)}}}
+	cfg := d.file(file.Body)
+	cfg.Source = filename
+	if d.diags.HasErrors() {
+		sortDiags(d.diags)
+		return nil, &Error{Diagnostics: d.diags}
+	}
+	cfg.index()
+	return cfg, nil
+}
+
+// envFunc is env(NAME) or env(NAME, DEFAULT).
+func envFunc(lookup func(string) (string, bool)) function.Function {
+	return function.New(&function.Spec{
+		Description: "reads an environment variable at load time",
+		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+		VarParam:    &function.Parameter{Name: "default", Type: cty.String},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if len(args) > 2 {
+				return cty.NilVal, fmt.Errorf("env takes a name and at most one default, got %d arguments", len(args))
+			}
+			for _, a := range args {
+				if a.IsNull() {
+					return cty.NilVal, fmt.Errorf("env arguments must not be null")
+				}
+			}
+			name := args[0].AsString()
+			if v, ok := lookup(name); ok {
+				return cty.StringVal(v), nil
+			}
+			if len(args) == 2 {
+				return args[1], nil
+			}
+			return cty.NilVal, fmt.Errorf("environment variable %q is not set (give a default to allow that: env(%q, \"\"))", name, name)
+		},
+	})
+}
+
+type decoder struct {
+	ctx   *hcl.EvalContext
+	diags hcl.Diagnostics
+}
+
+// errorf records a problem at r; where names the block ("" at top level).
+func (d *decoder) errorf(r hcl.Range, where, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if where != "" {
+		msg = where + ": " + msg
+	}
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: msg, Subject: r.Ptr()})
+}
+
+// addDiags records HCL's own diagnostics, prefixed with where.
+func (d *decoder) addDiags(diags hcl.Diagnostics, where string) {
+	for _, diag := range diags {
+		if diag.Severity != hcl.DiagError {
+			continue
+		}
+		c := *diag
+		// A failed env() says what failed, over the whole call.
+		if fx, ok := diag.Extra.(hclsyntax.FunctionCallDiagExtra); ok && fx.FunctionCallError() != nil && diag.Summary == "Error in function call" {
+			c.Summary, c.Detail = fx.FunctionCallError().Error(), ""
+			if diag.Context != nil {
+				c.Subject = diag.Context
+			}
+		}
+		if where != "" {
+			c.Summary = where + ": " + c.Summary
+		}
+		d.diags = append(d.diags, &c)
+	}
+}
+
+func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema, where string) *hcl.BodyContent {
+	c, diags := body.Content(schema)
+	d.addDiags(diags, where)
+	return c
+}
+
+var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "server"},
+	{Type: "store", LabelNames: []string{"kind"}},
+	{Type: "plugin", LabelNames: []string{"name"}},
+	{Type: "channel", LabelNames: []string{"name"}},
+	{Type: "model", LabelNames: []string{"id"}},
+	{Type: "limits"},
+	{Type: "pipeline"},
+}}
+
+func (d *decoder) file(body hcl.Body) *Config {
+	cfg := &Config{
+		Server: Server{Listen: DefaultListen},
+		Store:  Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
+	}
+	content := d.content(body, fileSchema, "")
+	byType := map[string][]*hcl.Block{}
+	for _, b := range content.Blocks {
+		byType[b.Type] = append(byType[b.Type], b)
+	}
+	for _, typ := range []string{"server", "store", "limits", "pipeline"} {
+		blocks := byType[typ]
+		for _, extra := range blocks[min(1, len(blocks)):] {
+			d.errorf(extra.DefRange, "", "duplicate %s block (the first is at %s)", typ, at(blocks[0].DefRange))
+		}
+	}
+	if b := first(byType["server"]); b != nil {
+		d.server(b, &cfg.Server)
+	}
+	if b := first(byType["store"]); b != nil {
+		d.store(b, &cfg.Store)
+	}
+	if b := first(byType["limits"]); b != nil {
+		d.limits(b, &cfg.Limits)
+	}
+	if b := first(byType["pipeline"]); b != nil {
+		d.pipeline(b, &cfg.Pipeline)
+	}
+
+	seen := map[string]hcl.Range{}
+	for _, b := range byType["plugin"] {
+		if !d.label(b, "plugin", seen) {
+			continue
+		}
+		cfg.Plugins = append(cfg.Plugins, d.plugin(b))
+	}
+
+	// Models before channels: a channel may only list declared models.
+	reg := registry{ids: map[string]*Model{}, aliases: map[string]string{}, at: map[string]hcl.Range{}}
+	seen = map[string]hcl.Range{}
+	for _, b := range byType["model"] {
+		if !d.label(b, "model", seen) {
+			continue
+		}
+		cfg.Models = append(cfg.Models, d.model(b, &reg))
+	}
+	for i := range cfg.Models {
+		reg.ids[cfg.Models[i].ID] = &cfg.Models[i]
+	}
+	seen = map[string]hcl.Range{}
+	for _, b := range byType["channel"] {
+		if !d.label(b, "channel", seen) {
+			continue
+		}
+		cfg.Channels = append(cfg.Channels, d.channel(b, &reg))
+	}
+	return cfg
+}
+
+func first(bs []*hcl.Block) *hcl.Block {
+	if len(bs) == 0 {
+		return nil
+	}
+	return bs[0]
+}
+
+// label checks a block's name: not empty, not a duplicate.
+func (d *decoder) label(b *hcl.Block, typ string, seen map[string]hcl.Range) bool {
+	name, r := b.Labels[0], b.LabelRanges[0]
+	if strings.TrimSpace(name) == "" {
+		d.errorf(r, "", "%s name must not be empty", typ)
+		return false
+	}
+	if prev, dup := seen[name]; dup {
+		d.errorf(r, "", "duplicate %s %q (first defined at %s)", typ, name, at(prev))
+		return false
+	}
+	seen[name] = r
+	return true
+}
+
+var serverSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "listen"}, {Name: "admin_token"}, {Name: "master_key"},
+		{Name: "allow_private_urls"}, {Name: "durability"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
+}
+
+func (d *decoder) server(b *hcl.Block, s *Server) {
+	const where = "server"
+	c := d.content(b.Body, serverSchema, where)
+	if a := c.Attributes["listen"]; a != nil && d.str(a, where, &s.Listen) {
+		if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+			d.errorf(a.Expr.Range(), where, "listen: %q is not host:port (%v)", s.Listen, err)
+		}
+	}
+	d.str(c.Attributes["admin_token"], where, &s.AdminToken)
+	if a := c.Attributes["master_key"]; a != nil && d.str(a, where, &s.MasterKey) && s.MasterKey != "" {
+		if k, err := hex.DecodeString(s.MasterKey); err != nil || len(k) != 32 {
+			d.errorf(a.Expr.Range(), where, "master_key: want 64 hex characters (32 bytes), got %d characters", len(s.MasterKey))
+		}
+	}
+	d.boolean(c.Attributes["allow_private_urls"], where, &s.AllowPrivateURLs)
+	if a := c.Attributes["durability"]; a != nil && d.str(a, where, &s.Durability) {
+		if s.Durability != "" && s.Durability != DurabilityStrict {
+			d.errorf(a.Expr.Range(), where, "durability: unknown value %q (want \"\" or %q)", s.Durability, DurabilityStrict)
+		}
+	}
+	for i, tb := range c.Blocks {
+		if i > 0 {
+			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))
+			continue
+		}
+		s.TLS = d.tls(tb)
+	}
+}
+
+var tlsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "domain", Required: true}, {Name: "email"}, {Name: "ca"},
+}}
+
+func (d *decoder) tls(b *hcl.Block) *TLS {
+	const where = "server.tls"
+	t := &TLS{}
+	c := d.content(b.Body, tlsSchema, where)
+	if a := c.Attributes["domain"]; a != nil && d.str(a, where, &t.Domain) {
+		if t.Domain == "" || strings.ContainsAny(t.Domain, "/: ") {
+			d.errorf(a.Expr.Range(), where, "domain: %q is not a host name", t.Domain)
+		}
+	}
+	d.str(c.Attributes["email"], where, &t.Email)
+	if a := c.Attributes["ca"]; a != nil && d.str(a, where, &t.CA) && t.CA != "" {
+		d.checkURL(a, where, "ca", t.CA)
+	}
+	return t
+}
+
+func (d *decoder) checkURL(a *hcl.Attribute, where, name, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		d.errorf(a.Expr.Range(), where, "%s: %q is not an http(s) URL", name, raw)
+	}
+}
+
+var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "dir"}}}
+
+func (d *decoder) store(b *hcl.Block, s *Store) {
+	where := fmt.Sprintf("store %q", b.Labels[0])
+	if b.Labels[0] != storeKindBadger {
+		d.errorf(b.LabelRanges[0], "", "unknown store kind %q (want %q)", b.Labels[0], storeKindBadger)
+		return
+	}
+	c := d.content(b.Body, storeSchema, where)
+	if a := c.Attributes["dir"]; a != nil && d.str(a, where, &s.Dir) && s.Dir == "" {
+		d.errorf(a.Expr.Range(), where, "dir must not be empty")
+	}
+}
+
+var limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "rpm"}, {Name: "concurrency"}}}
+
+func (d *decoder) limits(b *hcl.Block, l *Limits) {
+	const where = "limits"
+	c := d.content(b.Body, limitsSchema, where)
+	d.intMin(c.Attributes["rpm"], where, 0, &l.RPM)
+	d.intMin(c.Attributes["concurrency"], where, 0, &l.Concurrency)
+}
+
+var pipelineSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "stages"}}}
+
+func (d *decoder) pipeline(b *hcl.Block, p *Pipeline) {
+	const where = "pipeline"
+	c := d.content(b.Body, pipelineSchema, where)
+	a := c.Attributes["stages"]
+	items := d.strList(a, where)
+	seen := map[string]bool{}
+	for _, it := range items {
+		switch {
+		case strings.TrimSpace(it.v) == "":
+			d.errorf(it.r, where, "stages: a stage name must not be empty")
+		case seen[it.v]:
+			d.errorf(it.r, where, "stages: stage %q is listed twice", it.v)
+		default:
+			seen[it.v] = true
+			p.Stages = append(p.Stages, it.v)
+		}
+	}
+}
+
+var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}}}
+
+func (d *decoder) plugin(b *hcl.Block) Plugin {
+	p := Plugin{Name: b.Labels[0]}
+	where := fmt.Sprintf("plugin %q", p.Name)
+	c := d.content(b.Body, pluginSchema, where)
+	if a := c.Attributes["path"]; a != nil && d.str(a, where, &p.Path) && p.Path == "" {
+		d.errorf(a.Expr.Range(), where, "path must not be empty")
+	}
+	p.Settings = d.strMap(c.Attributes["settings"], where)
+	return p
+}
+
+// registry is what channels check their model lists against.
+type registry struct {
+	ids     map[string]*Model
+	aliases map[string]string    // alias -> model id
+	at      map[string]hcl.Range // id or alias -> where it was declared
+}
+
+var modelSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "owned_by"}, {Name: "family"}, {Name: "aliases"},
+		{Name: "default_max_tokens"}, {Name: "max_output_tokens"},
+		{Name: "translate_from"}, {Name: "timeout"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "price"}, {Type: "caps"}},
+}
+
+func (d *decoder) model(b *hcl.Block, reg *registry) Model {
+	m := Model{ID: b.Labels[0], Family: DefaultFamily, DefaultMaxTokens: DefaultMaxTokens, Timeout: DefaultModelTimeout}
+	where := fmt.Sprintf("model %q", m.ID)
+	if prev, clash := reg.at[m.ID]; clash {
+		d.errorf(b.LabelRanges[0], "", "model id %q is already an alias (declared at %s)", m.ID, at(prev))
+	}
+	reg.at[m.ID] = b.LabelRanges[0]
+	c := d.content(b.Body, modelSchema, where)
+	d.str(c.Attributes["owned_by"], where, &m.OwnedBy)
+	if a := c.Attributes["family"]; a != nil && d.str(a, where, &m.Family) && !contains(Families, m.Family) {
+		d.errorf(a.Expr.Range(), where, "family: unknown family %q (want one of %s)", m.Family, strings.Join(Families, ", "))
+	}
+	for _, it := range d.strList(c.Attributes["aliases"], where) {
+		switch prev, clash := reg.at[it.v]; {
+		case strings.TrimSpace(it.v) == "":
+			d.errorf(it.r, where, "aliases: an alias must not be empty")
+		case clash:
+			d.errorf(it.r, where, "aliases: %q is already a model id or alias (declared at %s)", it.v, at(prev))
+		default:
+			reg.at[it.v] = it.r
+			reg.aliases[it.v] = m.ID
+			m.Aliases = append(m.Aliases, it.v)
+		}
+	}
+	d.intMin(c.Attributes["default_max_tokens"], where, 1, &m.DefaultMaxTokens)
+	m.MaxOutputTokens = m.DefaultMaxTokens
+	if a := c.Attributes["max_output_tokens"]; a != nil && d.intMin(a, where, 1, &m.MaxOutputTokens) && m.MaxOutputTokens < m.DefaultMaxTokens {
+		d.errorf(a.Expr.Range(), where, "max_output_tokens (%d) is below default_max_tokens (%d); it is the ceiling, so it must be at least as high", m.MaxOutputTokens, m.DefaultMaxTokens)
+	}
+	m.TranslateFrom = d.protocols(c.Attributes["translate_from"], where, "translate_from")
+	if a := c.Attributes["timeout"]; a != nil {
+		d.duration(a, where, &m.Timeout)
+		if m.Timeout == 0 {
+			d.errorf(a.Expr.Range(), where, "timeout must be above 0s")
+		}
+	}
+	var priceBlock, capsBlock *hcl.Block
+	for _, blk := range c.Blocks {
+		dst := &priceBlock
+		if blk.Type == "caps" {
+			dst = &capsBlock
+		}
+		if *dst != nil {
+			d.errorf(blk.DefRange, where, "duplicate %s block (the first is at %s)", blk.Type, at((*dst).DefRange))
+			continue
+		}
+		*dst = blk
+	}
+	if priceBlock != nil {
+		d.price(priceBlock, where+" price", &m.Price)
+	}
+	if capsBlock != nil {
+		d.caps(capsBlock, where+" caps", &m.Caps)
+	}
+	return m
+}
+
+var priceFields = []string{
+	"input", "output", "cached_input", "cache_write", "per_image",
+	"per_second", "per_call", "per_character", "per_generation",
+}
+
+var priceSchema = func() *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for _, f := range priceFields {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: f})
+	}
+	return s
+}()
+
+func (d *decoder) price(b *hcl.Block, where string, p *Price) {
+	c := d.content(b.Body, priceSchema, where)
+	dst := []*money.Nano{
+		&p.Input, &p.Output, &p.CachedInput, &p.CacheWrite, &p.PerImage,
+		&p.PerSecond, &p.PerCall, &p.PerCharacter, &p.PerGeneration,
+	}
+	for i, f := range priceFields {
+		a := c.Attributes[f]
+		if a == nil {
+			continue
+		}
+		v, ok := d.value(a, where)
+		if !ok {
+			continue
+		}
+		if v.Type() != cty.String {
+			d.errorf(a.Expr.Range(), where, "%s: write a price as a decimal string, e.g. %s = \"0.15\" (got %s; numbers are not exact)", f, f, v.Type().FriendlyName())
+			continue
+		}
+		n, err := money.Parse(v.AsString())
+		if err != nil {
+			d.errorf(a.Expr.Range(), where, "%s: %v", f, err)
+			continue
+		}
+		if n < 0 {
+			d.errorf(a.Expr.Range(), where, "%s: price %q must not be negative", f, v.AsString())
+			continue
+		}
+		*dst[i] = n
+	}
+}
+
+var capsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "tools"}, {Name: "reasoning"}, {Name: "vision"}}}
+
+func (d *decoder) caps(b *hcl.Block, where string, cp *Caps) {
+	c := d.content(b.Body, capsSchema, where)
+	cp.Tools = d.tools(c.Attributes["tools"], where)
+	d.boolean(c.Attributes["reasoning"], where, &cp.Reasoning)
+	d.boolean(c.Attributes["vision"], where, &cp.Vision)
+}
+
+func (d *decoder) tools(a *hcl.Attribute, where string) []string {
+	var out []string
+	for _, it := range d.strList(a, where) {
+		switch {
+		case !contains(BuiltinTools, it.v):
+			d.errorf(it.r, where, "tools: unknown built-in tool %q (want one of %s)", it.v, strings.Join(BuiltinTools, ", "))
+		case contains(out, it.v):
+			d.errorf(it.r, where, "tools: %q is listed twice", it.v)
+		default:
+			out = append(out, it.v)
+		}
+	}
+	return out
+}
+
+func (d *decoder) protocols(a *hcl.Attribute, where, name string) []string {
+	var out []string
+	for _, it := range d.strList(a, where) {
+		switch {
+		case !protocol.Valid(protocol.ID(it.v)):
+			d.errorf(it.r, where, "%s: unknown protocol %q (want one of %s)", name, it.v, protocolList())
+		case contains(out, it.v):
+			d.errorf(it.r, where, "%s: %q is listed twice", name, it.v)
+		default:
+			out = append(out, it.v)
+		}
+	}
+	return out
+}
+
+func protocolList() string {
+	s := make([]string, len(protocol.All))
+	for i, p := range protocol.All {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+var channelSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "vendor", Required: true}, {Name: "base_url"}, {Name: "api_key"},
+	{Name: "families"}, {Name: "protocols"}, {Name: "models"}, {Name: "priority"},
+	{Name: "weight"}, {Name: "timeout"}, {Name: "tools"}, {Name: "settings"},
+}}
+
+func (d *decoder) channel(b *hcl.Block, reg *registry) Channel {
+	ch := Channel{Name: b.Labels[0], Weight: 1}
+	where := fmt.Sprintf("channel %q", ch.Name)
+	c := d.content(b.Body, channelSchema, where)
+	if a := c.Attributes["vendor"]; a != nil && d.str(a, where, &ch.Vendor) && strings.TrimSpace(ch.Vendor) == "" {
+		d.errorf(a.Expr.Range(), where, "vendor must not be empty")
+	}
+	if a := c.Attributes["base_url"]; a != nil && d.str(a, where, &ch.BaseURL) && ch.BaseURL != "" {
+		if u, err := url.Parse(ch.BaseURL); err != nil || u.Scheme == "" {
+			d.errorf(a.Expr.Range(), where, "base_url: %q is not a URL (want e.g. https://api.openai.com)", ch.BaseURL)
+		}
+	}
+	d.str(c.Attributes["api_key"], where, &ch.APIKey)
+
+	fa := c.Attributes["families"]
+	for _, it := range d.strList(fa, where) {
+		switch {
+		case !contains(Families, it.v):
+			d.errorf(it.r, where, "families: unknown family %q (want one of %s)", it.v, strings.Join(Families, ", "))
+		case contains(ch.Families, it.v):
+			d.errorf(it.r, where, "families: %q is listed twice", it.v)
+		default:
+			ch.Families = append(ch.Families, it.v)
+		}
+	}
+	if fa == nil {
+		ch.Families = []string{DefaultFamily}
+	}
+	pa := c.Attributes["protocols"]
+	before := len(d.diags)
+	ch.Protocols = d.protocols(pa, where, "protocols")
+	if contains(ch.Families, "chat") && len(ch.Protocols) == 0 && len(d.diags) == before {
+		r := b.DefRange
+		if pa != nil {
+			r = pa.Expr.Range()
+		}
+		d.errorf(r, where, "a chat channel needs protocols (one or more of %s)", protocolList())
+	}
+
+	for _, it := range d.strList(c.Attributes["models"], where) {
+		client, upstream, mapped := strings.Cut(it.v, "=")
+		m, declared := reg.ids[client]
+		switch {
+		case client == "" || (mapped && upstream == ""):
+			d.errorf(it.r, where, "models: %q: want a model id, or client=upstream", it.v)
+		case !declared && reg.aliases[client] != "":
+			d.errorf(it.r, where, "models: %q is an alias of model %q; list the model id", client, reg.aliases[client])
+		case !declared:
+			d.errorf(it.r, where, "models: %q is not a declared model (add a model %q block)", client, client)
+		case ch.served(client):
+			d.errorf(it.r, where, "models: %q is listed twice", client)
+		case len(ch.Families) > 0 && !contains(ch.Families, m.Family):
+			d.errorf(it.r, where, "models: model %q is of family %q, which the channel's families (%s) do not include", client, m.Family, strings.Join(ch.Families, ", "))
+		default:
+			ch.Models = append(ch.Models, it.v)
+		}
+	}
+	d.integer(c.Attributes["priority"], where, &ch.Priority)
+	d.intMin(c.Attributes["weight"], where, 1, &ch.Weight)
+	d.duration(c.Attributes["timeout"], where, &ch.Timeout)
+	ch.Tools = d.tools(c.Attributes["tools"], where)
+	ch.Settings = d.strMap(c.Attributes["settings"], where)
+	return ch
+}
+
+func (c *Channel) served(id string) bool {
+	_, ok := c.UpstreamModel(id)
+	return ok
+}
+
+// value evaluates an attribute; ok is false when it failed or is null.
+func (d *decoder) value(a *hcl.Attribute, where string) (cty.Value, bool) {
+	v, diags := a.Expr.Value(d.ctx)
+	if diags.HasErrors() {
+		d.addDiags(diags, where+": "+a.Name)
+		return cty.NilVal, false
+	}
+	if v.IsNull() {
+		return v, false
+	}
+	if !v.IsWhollyKnown() {
+		d.errorf(a.Expr.Range(), where, "%s: value is not known at load time", a.Name)
+		return v, false
+	}
+	return v, true
+}
+
+func (d *decoder) str(a *hcl.Attribute, where string, dst *string) bool {
+	if a == nil {
+		return false
+	}
+	v, ok := d.value(a, where)
+	if !ok {
+		return false
+	}
+	if v.Type() != cty.String {
+		d.errorf(a.Expr.Range(), where, "%s: want a string, got %s", a.Name, v.Type().FriendlyName())
+		return false
+	}
+	*dst = v.AsString()
+	return true
+}
+
+func (d *decoder) boolean(a *hcl.Attribute, where string, dst *bool) {
+	if a == nil {
+		return
+	}
+	v, ok := d.value(a, where)
+	if !ok {
+		return
+	}
+	if v.Type() != cty.Bool {
+		d.errorf(a.Expr.Range(), where, "%s: want true or false, got %s", a.Name, v.Type().FriendlyName())
+		return
+	}
+	*dst = v.True()
+}
+
+func (d *decoder) integer(a *hcl.Attribute, where string, dst *int) bool {
+	if a == nil {
+		return false
+	}
+	v, ok := d.value(a, where)
+	if !ok {
+		return false
+	}
+	if v.Type() != cty.Number {
+		d.errorf(a.Expr.Range(), where, "%s: want a whole number, got %s", a.Name, v.Type().FriendlyName())
+		return false
+	}
+	bf := v.AsBigFloat()
+	n, acc := bf.Int64()
+	if !bf.IsInt() || acc != big.Exact || n > maxInt || n < -maxInt {
+		d.errorf(a.Expr.Range(), where, "%s: want a whole number between %d and %d, got %s", a.Name, -maxInt, maxInt, bf.Text('g', -1))
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+// intMin is integer with a lower bound; dst keeps its default on error.
+func (d *decoder) intMin(a *hcl.Attribute, where string, lo int, dst *int) bool {
+	var n int
+	if !d.integer(a, where, &n) {
+		return false
+	}
+	if n < lo {
+		d.errorf(a.Expr.Range(), where, "%s: must be at least %d, got %d", a.Name, lo, n)
+		return false
+	}
+	*dst = n
+	return true
+}
+
+func (d *decoder) duration(a *hcl.Attribute, where string, dst *time.Duration) {
+	var s string
+	if a == nil || !d.str(a, where, &s) {
+		return
+	}
+	t, err := time.ParseDuration(s)
+	if err != nil {
+		d.errorf(a.Expr.Range(), where, "%s: %q is not a duration (want e.g. \"30s\", \"10m\")", a.Name, s)
+		return
+	}
+	if t < 0 {
+		d.errorf(a.Expr.Range(), where, "%s: %q must not be negative", a.Name, s)
+		return
+	}
+	*dst = t
+}
+
+// item is one list element with where it was written.
+type item struct {
+	v string
+	r hcl.Range
+}
+
+// strList evaluates a list of strings, keeping each element's range when the
+// list is written out literally.
+func (d *decoder) strList(a *hcl.Attribute, where string) []item {
+	if a == nil {
+		return nil
+	}
+	if exprs, diags := hcl.ExprList(a.Expr); !diags.HasErrors() {
+		out := make([]item, 0, len(exprs))
+		for _, e := range exprs {
+			v, diags := e.Value(d.ctx)
+			if diags.HasErrors() {
+				d.addDiags(diags, where+": "+a.Name)
+				continue
+			}
+			if v.IsNull() || v.Type() != cty.String || !v.IsKnown() {
+				d.errorf(e.Range(), where, "%s: want a list of strings, found %s", a.Name, friendly(v))
+				continue
+			}
+			out = append(out, item{v.AsString(), e.Range()})
+		}
+		return out
+	}
+	v, ok := d.value(a, where)
+	if !ok {
+		return nil
+	}
+	if !v.Type().IsListType() && !v.Type().IsTupleType() && !v.Type().IsSetType() {
+		d.errorf(a.Expr.Range(), where, "%s: want a list of strings, got %s", a.Name, v.Type().FriendlyName())
+		return nil
+	}
+	var out []item
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || e.Type() != cty.String {
+			d.errorf(a.Expr.Range(), where, "%s: want a list of strings, found %s", a.Name, friendly(e))
+			continue
+		}
+		out = append(out, item{e.AsString(), a.Expr.Range()})
+	}
+	return out
+}
+
+func friendly(v cty.Value) string {
+	if v.IsNull() {
+		return "null"
+	}
+	return v.Type().FriendlyName()
+}
+
+// strMap evaluates settings = { k = v }: scalar values become strings.
+func (d *decoder) strMap(a *hcl.Attribute, where string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	v, ok := d.value(a, where)
+	if !ok {
+		return nil
+	}
+	if !v.Type().IsObjectType() && !v.Type().IsMapType() {
+		d.errorf(a.Expr.Range(), where, "%s: want a map such as { key = \"value\" }, got %s", a.Name, v.Type().FriendlyName())
+		return nil
+	}
+	out := make(map[string]string, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		if e.IsNull() {
+			continue
+		}
+		s, err := convert.Convert(e, cty.String)
+		if err != nil {
+			d.errorf(a.Expr.Range(), where, "%s: %q: want a string, number or bool, got %s", a.Name, k.AsString(), e.Type().FriendlyName())
+			continue
+		}
+		out[k.AsString()] = s.AsString()
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
