@@ -69,7 +69,7 @@ func New(st store.Store, lim *ratelimit.PerKey, now func() time.Time, logger hcl
 		st:     st,
 		lim:    lim,
 		now:    now,
-		log:    logger.Named("logsapi"),
+		log:    logger,
 		red:    NewRedactor(nil),
 		cache:  newSummaryCache(4096),
 		prefix: "/v1/logs",
