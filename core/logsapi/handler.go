@@ -104,7 +104,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, key store.Key) {
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, h.prefix)
-	if !ok {
+	if !ok || (rest != "" && rest[0] != '/') {
 		h.fail(w, apierr.New(apierr.NotFound, "unknown logs endpoint "+r.URL.Path))
 		return
 	}

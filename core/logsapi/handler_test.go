@@ -908,3 +908,25 @@ func (f *fixture) lastIDOf(row *store.LogRow, created time.Time) uint64 {
 	f.t.Fatalf("row %v not stored", row.CreatedAt)
 	return 0
 }
+
+func TestUnknownPathsAndMethods(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		desc, method, target string
+		status               int
+	}{
+		{desc: "path outside the logs API", method: http.MethodGet, target: "/v1/logsx", status: 404},
+		{desc: "nested path", method: http.MethodGet, target: "/v1/logs/1/raw", status: 404},
+		{desc: "POST", method: http.MethodPost, target: "/v1/logs", status: 405},
+		{desc: "trailing slash lists", method: http.MethodGet, target: "/v1/logs/", status: 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			f.h.Serve(w, httptest.NewRequest(tc.method, tc.target, nil), keyOwn)
+			if w.Code != tc.status {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+		})
+	}
+}
