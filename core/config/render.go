@@ -1,0 +1,142 @@
+package config
+
+import (
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+)
+
+// Render writes c as an HCL file that Parse reads back to the same Config:
+// a starting point for an operator's own file. Secrets are written as they
+// are; pass a Config whose keys are blank to print it safely.
+func Render(c *Config) string {
+	f := hclwrite.NewEmptyFile()
+	root := f.Body()
+
+	s := root.AppendNewBlock("server", nil).Body()
+	s.SetAttributeValue("listen", cty.StringVal(c.Server.Listen))
+	setStr(s, "admin_token", c.Server.AdminToken)
+	setStr(s, "master_key", c.Server.MasterKey)
+	if c.Server.AllowPrivateURLs {
+		s.SetAttributeValue("allow_private_urls", cty.True)
+	}
+	setStr(s, "durability", c.Server.Durability)
+	if t := c.Server.TLS; t != nil {
+		tb := s.AppendNewBlock("tls", nil).Body()
+		tb.SetAttributeValue("domain", cty.StringVal(t.Domain))
+		setStr(tb, "email", t.Email)
+		setStr(tb, "ca", t.CA)
+	}
+
+	root.AppendNewline()
+	st := root.AppendNewBlock("store", []string{c.Store.Kind}).Body()
+	st.SetAttributeValue("dir", cty.StringVal(c.Store.Dir))
+
+	for _, p := range c.Plugins {
+		root.AppendNewline()
+		b := root.AppendNewBlock("plugin", []string{p.Name}).Body()
+		setStr(b, "path", p.Path)
+		setMap(b, "settings", p.Settings)
+	}
+	for _, ch := range c.Channels {
+		root.AppendNewline()
+		b := root.AppendNewBlock("channel", []string{ch.Name}).Body()
+		b.SetAttributeValue("vendor", cty.StringVal(ch.Vendor))
+		setStr(b, "base_url", ch.BaseURL)
+		setStr(b, "api_key", ch.APIKey)
+		setList(b, "families", ch.Families)
+		setList(b, "protocols", ch.Protocols)
+		setList(b, "models", ch.Models)
+		if ch.Priority != 0 {
+			b.SetAttributeValue("priority", cty.NumberIntVal(int64(ch.Priority)))
+		}
+		if ch.Weight != 1 {
+			b.SetAttributeValue("weight", cty.NumberIntVal(int64(ch.Weight)))
+		}
+		if ch.Timeout != 0 {
+			b.SetAttributeValue("timeout", cty.StringVal(ch.Timeout.String()))
+		}
+		setList(b, "tools", ch.Tools)
+		setMap(b, "settings", ch.Settings)
+	}
+	for _, m := range c.Models {
+		root.AppendNewline()
+		b := root.AppendNewBlock("model", []string{m.ID}).Body()
+		setStr(b, "owned_by", m.OwnedBy)
+		b.SetAttributeValue("family", cty.StringVal(m.Family))
+		setList(b, "aliases", m.Aliases)
+		b.SetAttributeValue("default_max_tokens", cty.NumberIntVal(int64(m.DefaultMaxTokens)))
+		if m.MaxOutputTokens != m.DefaultMaxTokens {
+			b.SetAttributeValue("max_output_tokens", cty.NumberIntVal(int64(m.MaxOutputTokens)))
+		}
+		setList(b, "translate_from", m.TranslateFrom)
+		b.SetAttributeValue("timeout", cty.StringVal(m.Timeout.String()))
+		prices := []money.Nano{
+			m.Price.Input, m.Price.Output, m.Price.CachedInput, m.Price.CacheWrite, m.Price.PerImage,
+			m.Price.PerSecond, m.Price.PerCall, m.Price.PerCharacter, m.Price.PerGeneration,
+		}
+		var pb *hclwrite.Body
+		for i, p := range prices {
+			if p == 0 {
+				continue
+			}
+			if pb == nil {
+				pb = b.AppendNewBlock("price", nil).Body()
+			}
+			pb.SetAttributeValue(priceFields[i], cty.StringVal(p.String()))
+		}
+		if len(m.Caps.Tools) > 0 || m.Caps.Reasoning || m.Caps.Vision {
+			cb := b.AppendNewBlock("caps", nil).Body()
+			setList(cb, "tools", m.Caps.Tools)
+			if m.Caps.Reasoning {
+				cb.SetAttributeValue("reasoning", cty.True)
+			}
+			if m.Caps.Vision {
+				cb.SetAttributeValue("vision", cty.True)
+			}
+		}
+	}
+
+	root.AppendNewline()
+	l := root.AppendNewBlock("limits", nil).Body()
+	l.SetAttributeValue("rpm", cty.NumberIntVal(int64(c.Limits.RPM)))
+	l.SetAttributeValue("concurrency", cty.NumberIntVal(int64(c.Limits.Concurrency)))
+	if len(c.Pipeline.Stages) > 0 {
+		root.AppendNewline()
+		setList(root.AppendNewBlock("pipeline", nil).Body(), "stages", c.Pipeline.Stages)
+	}
+	return string(hclwrite.Format(f.Bytes()))
+}
+
+func setStr(b *hclwrite.Body, name, v string) {
+	if v != "" {
+		b.SetAttributeValue(name, cty.StringVal(v))
+	}
+}
+
+func setList(b *hclwrite.Body, name string, vs []string) {
+	if vs == nil {
+		return
+	}
+	l := make([]cty.Value, len(vs))
+	for i, v := range vs {
+		l[i] = cty.StringVal(v)
+	}
+	if len(l) == 0 {
+		b.SetAttributeValue(name, cty.EmptyTupleVal)
+		return
+	}
+	b.SetAttributeValue(name, cty.TupleVal(l))
+}
+
+func setMap(b *hclwrite.Body, name string, m map[string]string) {
+	if m == nil {
+		return
+	}
+	vals := make(map[string]cty.Value, len(m))
+	for k, v := range m {
+		vals[k] = cty.StringVal(v)
+	}
+	b.SetAttributeValue(name, cty.ObjectVal(vals))
+}
