@@ -271,14 +271,13 @@ func gemUsage(u string) protocol.Usage {
 }
 
 func (gemini) OutputChars(body []byte) int64 {
-	n, _ := gemCandidates(str(body))
+	n, _ := gemCandidates(field(str(body), "candidates"))
 	return n
 }
 
-// gemCandidates counts the generated characters of a response (or stream
-// chunk) and reports whether any candidate has a finishReason.
-func gemCandidates(s string) (chars int64, finished bool) {
-	cands := field(s, "candidates")
+// gemCandidates counts the generated characters of a candidates array and
+// reports whether any candidate has a finishReason.
+func gemCandidates(cands string) (chars int64, finished bool) {
 	if !isArray(cands) {
 		return 0, false
 	}
@@ -365,21 +364,30 @@ func (st *gemStream) Observe(ev protocol.Event) bool {
 	if i >= len(s) || s[i] != '{' {
 		return true
 	}
-	s = s[i:]
-	chars, finished := gemCandidates(s)
-	st.chars += chars
-	if finished {
-		st.done = true
-	}
-	if u := field(s, "usageMetadata"); isObject(u) {
-		st.usage = gemUsage(u)
-	}
-	if pf := field(s, "promptFeedback"); isObject(pf) {
-		if br := field(pf, "blockReason"); isString(br) && len(br) > 2 {
-			st.done = true
+	it := members(s, i)
+	for {
+		k, vs, ve, ok := it.next()
+		if !ok {
+			return true
+		}
+		raw := s[vs:ve]
+		switch keyName(k) {
+		case "candidates":
+			chars, finished := gemCandidates(raw)
+			st.chars += chars
+			st.done = st.done || finished
+		case "usageMetadata", "usage_metadata":
+			if isObject(raw) {
+				st.usage = gemUsage(raw)
+			}
+		case "promptFeedback", "prompt_feedback":
+			if isObject(raw) {
+				if br := field(raw, "blockReason"); isString(br) && len(br) > 2 {
+					st.done = true
+				}
+			}
 		}
 	}
-	return true
 }
 
 func (st *gemStream) Usage() protocol.Usage { return st.usage }
