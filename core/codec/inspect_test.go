@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -285,7 +286,7 @@ func TestInputEstimate(t *testing.T) {
 		bytes, want int64
 	}{{0, 0}, {1, 1}, {4, 1}, {5, 2}, {8, 2}, {4001, 1001}, {-3, 0}}
 	for _, tc := range cases {
-		t.Run("", func(t *testing.T) {
+		t.Run(strconv.FormatInt(tc.bytes, 10), func(t *testing.T) {
 			if got := (Request{InputBytes: tc.bytes}).InputEstimate(); got != tc.want {
 				t.Fatalf("InputEstimate(%d) = %d, want %d", tc.bytes, got, tc.want)
 			}
