@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
@@ -117,8 +115,8 @@ func openBody(body []byte) (string, int, error) {
 	if start == len(s) {
 		return "", 0, invalid("the request body is empty; send a JSON object")
 	}
-	if !gjson.ValidBytes(body) {
-		return "", 0, invalid("the request body is not valid JSON")
+	if !validJSON(s) {
+		return "", 0, invalid("the request body is not valid JSON (or nested more than 1000 levels deep)")
 	}
 	if s[start] != '{' {
 		return "", 0, invalid("the request body must be a JSON object")

@@ -3,8 +3,6 @@ package codec
 import (
 	"strings"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
 )
 
 // maxPlainMessage caps a non-JSON upstream error body (an HTML proxy page,
@@ -22,7 +20,7 @@ func errorMessage(body []byte) string {
 	if s == "" {
 		return ""
 	}
-	if !gjson.Valid(s) {
+	if !validJSON(s) {
 		return plainMessage(s)
 	}
 	if s[0] == '[' {

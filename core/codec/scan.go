@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // This file is a small JSON scanner over raw bytes. Unlike gjson's Get it
@@ -400,4 +402,33 @@ func appendQuoted(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// maxNesting bounds how deeply arrays and objects may nest. gjson.Valid
+// recurses once per level, and a 32 MB body of brackets would overflow
+// the goroutine stack, which kills the process rather than panicking.
+const maxNesting = 1000
+
+// validJSON reports whether s is one valid JSON value nested at most
+// maxNesting deep. The depth pass is iterative and runs first.
+func validJSON(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			e := stringEnd(s, i)
+			if e < 0 {
+				return false
+			}
+			i = e - 1
+		case '[', '{':
+			depth++
+			if depth > maxNesting {
+				return false
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return gjson.Valid(s)
 }

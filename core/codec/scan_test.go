@@ -2,8 +2,11 @@ package codec
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
 // The scanner is checked against encoding/json, the reference decoder.
@@ -96,6 +99,27 @@ func TestAppendQuotedRoundTrips(t *testing.T) {
 			if err := json.Unmarshal(appendQuoted(nil, s), &got); err != nil || got != s {
 				t.Fatalf("appendQuoted(%q) decodes to %q, %v", s, got, err)
 			}
+		})
+	}
+}
+
+func TestDeepNestingRefusedWithoutRecursion(t *testing.T) {
+	cases := []struct {
+		desc  string
+		depth int
+		valid bool
+	}{{"at the limit", maxNesting, true}, {"one past", maxNesting + 1, false}, {"millions", 4_000_000, false}}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			s := strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth)
+			if got := validJSON(s); got != tc.valid {
+				t.Fatalf("validJSON(depth %d) = %v, want %v", tc.depth, got, tc.valid)
+			}
+			body := `{"model":"m","messages":` + s + `}`
+			if _, err := For(protocol.OpenAIChat).Inspect([]byte(body)); err == nil {
+				t.Fatal("Inspect accepted a nested array as messages")
+			}
+			For(protocol.OpenAIChat).ErrorMessage([]byte(s))
 		})
 	}
 }
