@@ -139,8 +139,13 @@ func (d *seen) mark(bit uint, name string) error {
 
 func (d seen) has(bit uint) bool { return d&(1<<bit) != 0 }
 
-// quoteShort quotes a client value for an error message, cut to 40 bytes.
-func quoteShort(s string) string {
+// quoteShort quotes a raw client value for an error message, cut to 40
+// bytes.
+func quoteShort(raw string) string {
+	s := raw
+	if isString(raw) {
+		s = strValue(raw)
+	}
 	if len(s) > 40 {
 		s = s[:40] + "..."
 	}

@@ -92,7 +92,7 @@ func TestInspectChatValidation(t *testing.T) {
 		{"messages object", `{"model":"m","messages":{}}`, `"messages" must be a non-empty array`},
 		{"message not object", `{"model":"m","messages":["hi"]}`, `messages[0] must be an object`},
 		{"role missing", `{"model":"m","messages":[{"role":"user","content":"a"},{"content":"b"}]}`, `"messages[1].role" is required`},
-		{"role unknown", `{"model":"m","messages":[{"role":"bot","content":"a"}]}`, `"messages[0].role" must be one of system, developer, user, assistant, tool`},
+		{"role unknown", `{"model":"m","messages":[{"role":"bot","content":"a"}]}`, `"messages[0].role" must be one of system, developer, user, assistant, tool (got "bot")`},
 		{"role developer", `{"model":"m","messages":[{"role":"developer","content":"a"},{"role":"user","content":"b"}]}`, ""},
 		{"roles all", `{"model":"m","messages":[{"role":"system","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":null,"tool_calls":[]},{"role":"tool","tool_call_id":"x","content":"c"}]}`, ""},
 		{"temperature too high", `{"model":"m",` + msgs + `,"temperature":2.5}`, `"temperature" must be a number from 0 to 2`},
