@@ -1,0 +1,595 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+)
+
+// adminCommand is `tollgate admin ...`: a client of the admin API
+// (/admin/v1) for accounts, credits and keys.
+func adminCommand() *cli.Command {
+	keyFlags := []cli.Flag{
+		&cli.StringFlag{Name: "name", Usage: "key name"},
+		&cli.StringFlag{Name: "allowed-models", Usage: "comma-separated model ids the key may call"},
+		&cli.BoolFlag{Name: "allow-none", Usage: "the key may call no model (allowed_models = [])"},
+		&cli.BoolFlag{Name: "allow-all", Usage: "the key may call every model (allowed_models = null)"},
+		&cli.StringFlag{Name: "expires-at", Usage: `RFC 3339 expiry, or "never"`},
+		&cli.BoolFlag{Name: "logs-account-scope", Usage: "the key may read the whole account's logs"},
+		&cli.StringFlag{Name: "kind", Usage: "key kind: console, employee, desktop or agent"},
+	}
+	return &cli.Command{
+		Name:  "admin",
+		Usage: "manage accounts, credits and keys through the admin API",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", EnvVars: []string{"TOLLGATE_URL"}, Usage: "gateway address"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"TOLLGATE_ADMIN_TOKEN"}, Usage: "admin token (default: <data-dir>/admin.token)"},
+			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "where admin.token is when no token is given"},
+			&cli.BoolFlag{Name: "json", Usage: "print the API's JSON as it is"},
+		},
+		Subcommands: []*cli.Command{
+			{
+				Name:  "account",
+				Usage: "create, list, inspect, disable and credit accounts",
+				Subcommands: []*cli.Command{
+					{
+						Name: "create", Usage: "create an account", ArgsUsage: " ",
+						Flags: []cli.Flag{
+							&cli.StringFlag{Name: "name", Usage: "account name (required)"},
+							&cli.StringFlag{Name: "initial-credit", Usage: `starting credit, a decimal (default: the sign-up credit; "0" for none)`},
+						},
+						Action: accountCreate,
+					},
+					{Name: "list", Usage: "list accounts", ArgsUsage: " ", Action: accountList},
+					{Name: "get", Usage: "show an account", ArgsUsage: "ACCOUNT_ID", Action: accountGet},
+					{Name: "disable", Usage: "disable an account", ArgsUsage: "ACCOUNT_ID", Action: accountStatus("disabled")},
+					{Name: "enable", Usage: "enable an account", ArgsUsage: "ACCOUNT_ID", Action: accountStatus("active")},
+					{
+						Name: "update", Usage: "rename an account or set its limits", ArgsUsage: "ACCOUNT_ID",
+						Flags: []cli.Flag{
+							&cli.StringFlag{Name: "name", Usage: "new name"},
+							&cli.IntFlag{Name: "rpm", Usage: "requests per minute (0: the config's)"},
+							&cli.IntFlag{Name: "concurrency", Usage: "requests in flight (0: the config's)"},
+						},
+						Action: accountUpdate,
+					},
+					{
+						Name: "credit", Usage: "add credit (negative for a correction)", ArgsUsage: "ACCOUNT_ID",
+						Flags: []cli.Flag{
+							&cli.StringFlag{Name: "amount", Usage: "decimal amount, e.g. 25 or -1.50"},
+							&cli.StringFlag{Name: "note", Usage: "ledger note"},
+						},
+						Action: accountCredit,
+					},
+				},
+			},
+			{
+				Name:  "key",
+				Usage: "create, list, reveal, update and delete API keys",
+				Subcommands: []*cli.Command{
+					{
+						Name: "create", Usage: "create a key; its raw value is printed once", ArgsUsage: "ACCOUNT_ID",
+						Flags: append([]cli.Flag{
+							&cli.BoolFlag{Name: "disabled", Usage: "create the key disabled"},
+						}, keyFlags...),
+						Action: keyCreate,
+					},
+					{Name: "list", Usage: "list an account's keys", ArgsUsage: "ACCOUNT_ID", Action: keyList},
+					{Name: "reveal", Usage: "print a key's raw value", ArgsUsage: "KEY_ID", Action: keyReveal},
+					{
+						Name: "update", Usage: "change a key; only the flags given change", ArgsUsage: "KEY_ID",
+						Flags: append([]cli.Flag{
+							&cli.BoolFlag{Name: "enable", Usage: "enable the key"},
+							&cli.BoolFlag{Name: "disable", Usage: "disable the key"},
+						}, keyFlags...),
+						Action: keyUpdate,
+					},
+					{Name: "delete", Usage: "delete a key", ArgsUsage: "KEY_ID", Action: keyDelete},
+				},
+			},
+		},
+	}
+}
+
+// account and key mirror the admin API's JSON, for the human output.
+type account struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Status      string     `json:"status"`
+	CreatedAt   time.Time  `json:"created_at"`
+	RPM         int        `json:"rpm"`
+	Concurrency int        `json:"concurrency"`
+	Balance     money.Nano `json:"balance"`
+	Held        money.Nano `json:"held"`
+	Available   money.Nano `json:"available"`
+}
+
+type apiKey struct {
+	ID               string     `json:"id"`
+	Key              string     `json:"key"`
+	AccountID        string     `json:"account_id"`
+	Name             string     `json:"name"`
+	Prefix           string     `json:"prefix"`
+	AllowedModels    []string   `json:"allowed_models"`
+	ExpiresAt        *time.Time `json:"expires_at"`
+	Enabled          bool       `json:"enabled"`
+	LogsAccountScope bool       `json:"logs_account_scope"`
+	Kind             string     `json:"kind"`
+	Revealable       bool       `json:"revealable"`
+	CreatedAt        time.Time  `json:"created_at"`
+}
+
+type wallet struct {
+	AccountID string     `json:"account_id"`
+	Balance   money.Nano `json:"balance"`
+	Held      money.Nano `json:"held"`
+	Available money.Nano `json:"available"`
+}
+
+func accountCreate(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("account create takes no arguments, got %q", c.Args().Slice())
+	}
+	if strings.TrimSpace(c.String("name")) == "" {
+		return errors.New("account create: --name is required")
+	}
+	body := map[string]any{"name": c.String("name")}
+	if c.IsSet("initial-credit") {
+		n, err := parseAmount("initial-credit", c.String("initial-credit"))
+		if err != nil {
+			return err
+		}
+		body["initial_credit"] = n
+	}
+	var a account
+	return call(c, http.MethodPost, "/accounts", body, &a, func(w io.Writer) { printAccount(w, a) })
+}
+
+func accountList(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("account list takes no arguments, got %q", c.Args().Slice())
+	}
+	var list struct{ Data []account }
+	return call(c, http.MethodGet, "/accounts", nil, &list, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tBALANCE\tAVAILABLE\tCREATED")
+		for _, a := range list.Data {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Status, a.Balance, a.Available, stamp(a.CreatedAt))
+		}
+		_ = tw.Flush()
+	})
+}
+
+func accountGet(c *cli.Context) error {
+	c, id, err := withID(c, "ACCOUNT_ID")
+	if err != nil {
+		return err
+	}
+	var a account
+	return call(c, http.MethodGet, "/accounts/"+id, nil, &a, func(w io.Writer) { printAccount(w, a) })
+}
+
+func accountStatus(status string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		c, id, err := withID(c, "ACCOUNT_ID")
+		if err != nil {
+			return err
+		}
+		var a account
+		return call(c, http.MethodPatch, "/accounts/"+id, map[string]any{"status": status}, &a, func(w io.Writer) { printAccount(w, a) })
+	}
+}
+
+func accountUpdate(c *cli.Context) error {
+	c, id, err := withID(c, "ACCOUNT_ID")
+	if err != nil {
+		return err
+	}
+	body := map[string]any{}
+	if c.IsSet("name") {
+		body["name"] = c.String("name")
+	}
+	for _, f := range []string{"rpm", "concurrency"} {
+		if c.IsSet(f) {
+			body[f] = c.Int(f)
+		}
+	}
+	if len(body) == 0 {
+		return errors.New("account update: give at least one of --name, --rpm, --concurrency")
+	}
+	var a account
+	return call(c, http.MethodPatch, "/accounts/"+id, body, &a, func(w io.Writer) { printAccount(w, a) })
+}
+
+func accountCredit(c *cli.Context) error {
+	c, id, err := withID(c, "ACCOUNT_ID")
+	if err != nil {
+		return err
+	}
+	if !c.IsSet("amount") {
+		return errors.New("account credit: --amount is required")
+	}
+	n, err := parseAmount("amount", c.String("amount"))
+	if err != nil {
+		return err
+	}
+	var wl wallet
+	return call(c, http.MethodPost, "/accounts/"+id+"/credits", map[string]any{"amount": n, "note": c.String("note")}, &wl,
+		func(w io.Writer) {
+			lines(w, "account_id", wl.AccountID, "balance", wl.Balance.String(), "held", wl.Held.String(), "available", wl.Available.String())
+		})
+}
+
+func keyCreate(c *cli.Context) error {
+	c, id, err := withID(c, "ACCOUNT_ID")
+	if err != nil {
+		return err
+	}
+	if !c.IsSet("name") {
+		return errors.New("key create: --name is required")
+	}
+	body, err := keyBody(c)
+	if err != nil {
+		return err
+	}
+	// A new key states every field, so the server's defaults never surprise.
+	if _, ok := body["allowed_models"]; !ok {
+		body["allowed_models"] = nil
+	}
+	if _, ok := body["expires_at"]; !ok {
+		body["expires_at"] = nil
+	}
+	body["enabled"] = !c.Bool("disabled")
+	body["logs_account_scope"] = c.Bool("logs-account-scope")
+	var k apiKey
+	return call(c, http.MethodPost, "/accounts/"+id+"/keys", body, &k, func(w io.Writer) {
+		printKey(w, k)
+		fmt.Fprintln(w, "\nThe raw key is shown once; store it now.")
+	})
+}
+
+func keyList(c *cli.Context) error {
+	c, id, err := withID(c, "ACCOUNT_ID")
+	if err != nil {
+		return err
+	}
+	var list struct{ Data []apiKey }
+	return call(c, http.MethodGet, "/accounts/"+id+"/keys", nil, &list, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tENABLED\tMODELS\tEXPIRES\tKIND")
+		for _, k := range list.Data {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Enabled, models(k.AllowedModels), expiry(k.ExpiresAt), k.Kind)
+		}
+		_ = tw.Flush()
+	})
+}
+
+func keyReveal(c *cli.Context) error {
+	c, id, err := withID(c, "KEY_ID")
+	if err != nil {
+		return err
+	}
+	var k apiKey
+	return call(c, http.MethodGet, "/keys/"+id+"/reveal", nil, &k, func(w io.Writer) { lines(w, "id", k.ID, "key", k.Key) })
+}
+
+func keyUpdate(c *cli.Context) error {
+	c, id, err := withID(c, "KEY_ID")
+	if err != nil {
+		return err
+	}
+	body, err := keyBody(c)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.Bool("enable") && c.Bool("disable"):
+		return errors.New("key update: --enable and --disable exclude each other")
+	case c.Bool("enable"):
+		body["enabled"] = true
+	case c.Bool("disable"):
+		body["enabled"] = false
+	}
+	if c.IsSet("logs-account-scope") {
+		body["logs_account_scope"] = c.Bool("logs-account-scope")
+	}
+	if len(body) == 0 {
+		return errors.New("key update: nothing to change; give at least one flag")
+	}
+	var k apiKey
+	return call(c, http.MethodPatch, "/keys/"+id, body, &k, func(w io.Writer) { printKey(w, k) })
+}
+
+func keyDelete(c *cli.Context) error {
+	c, id, err := withID(c, "KEY_ID")
+	if err != nil {
+		return err
+	}
+	return call(c, http.MethodDelete, "/keys/"+id, nil, nil, func(w io.Writer) { fmt.Fprintf(w, "deleted key %s\n", id) })
+}
+
+// keyBody collects the key fields shared by create and update; only flags
+// given appear.
+func keyBody(c *cli.Context) (map[string]any, error) {
+	body := map[string]any{}
+	if c.IsSet("name") {
+		body["name"] = c.String("name")
+	}
+	n := 0
+	for _, f := range []string{"allowed-models", "allow-none", "allow-all"} {
+		if c.IsSet(f) {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, errors.New("--allowed-models, --allow-none and --allow-all exclude each other")
+	}
+	switch {
+	case c.IsSet("allowed-models"):
+		var ids []string
+		for _, m := range strings.Split(c.String("allowed-models"), ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				ids = append(ids, m)
+			}
+		}
+		if len(ids) == 0 {
+			return nil, errors.New("--allowed-models: give model ids separated by commas (or --allow-none)")
+		}
+		body["allowed_models"] = ids
+	case c.Bool("allow-none"):
+		body["allowed_models"] = []string{}
+	case c.Bool("allow-all"):
+		body["allowed_models"] = nil
+	}
+	if c.IsSet("expires-at") {
+		switch v := strings.TrimSpace(c.String("expires-at")); v {
+		case "", "never":
+			body["expires_at"] = nil
+		default:
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return nil, fmt.Errorf("--expires-at: %q is not an RFC 3339 time such as 2030-01-02T15:04:05Z (or \"never\")", v)
+			}
+			body["expires_at"] = t.Format(time.RFC3339)
+		}
+	}
+	if c.IsSet("kind") {
+		body["kind"] = c.String("kind")
+	}
+	return body, nil
+}
+
+// withID takes the command's one positional argument and lets flags follow
+// it (`account credit ID --amount 5`): urfave/cli stops at the first
+// argument, so the rest is parsed here over the flags already given. That is
+// also why no flag after an id can be marked Required.
+func withID(c *cli.Context, what string) (*cli.Context, string, error) {
+	if c.NArg() == 0 {
+		return nil, "", fmt.Errorf("%s: missing %s", cmdPath(c), what)
+	}
+	id, rest := c.Args().First(), c.Args().Tail()
+	if strings.TrimSpace(id) == "" || strings.Contains(id, "/") {
+		return nil, "", fmt.Errorf("%s: %q is not a valid %s", cmdPath(c), id, what)
+	}
+	if len(rest) == 0 {
+		return c, id, nil
+	}
+	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(set); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if c.IsSet(name) {
+			if err := set.Set(name, fmt.Sprint(c.Value(name))); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	err := set.Parse(rest)
+	// -h after the id: ErrHelp, or the help flag set when urfave added it.
+	if h := set.Lookup("help"); errors.Is(err, flag.ErrHelp) || (err == nil && h != nil && h.Value.String() == "true") {
+		if err := cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name); err != nil {
+			return nil, "", err
+		}
+		return nil, "", cli.Exit("", 0) // help printed, nothing else to do
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", cmdPath(c), err)
+	}
+	if set.NArg() > 0 {
+		return nil, "", fmt.Errorf("%s: unexpected argument %q (it takes one %s)", cmdPath(c), set.Arg(0), what)
+	}
+	c2 := cli.NewContext(c.App, set, c)
+	c2.Command = c.Command
+	return c2, id, nil
+}
+
+// cmdPath names the running command, as "admin key delete".
+func cmdPath(c *cli.Context) string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.Command.Name != "" && x.Command.Name != c.App.Name {
+			names = append([]string{x.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+func parseAmount(flagName, s string) (string, error) {
+	n, err := money.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %v", flagName, err)
+	}
+	return n.String(), nil
+}
+
+// apiError is the admin API's error body.
+type apiError struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    string `json:"code"`
+	} `json:"error"`
+}
+
+// call sends one admin request. On success it prints the body verbatim with
+// --json, else decodes into out and runs human. A non-2xx answer prints the
+// API's message to stderr and exits 1.
+func call(c *cli.Context, method, path string, body, out any, human func(io.Writer)) error {
+	base, token, err := endpoint(c)
+	if err != nil {
+		return err
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(c.Context, method, base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API at %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return fmt.Errorf("admin API at %s: reading the answer: %w", base, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var e apiError
+		msg := strings.TrimSpace(string(raw))
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+			if e.Error.Code != "" {
+				msg += " (" + e.Error.Code + ")"
+			}
+		}
+		if msg == "" {
+			msg = resp.Status
+		}
+		fmt.Fprintf(c.App.ErrWriter, "error: %s %s: %d: %s\n", method, path, resp.StatusCode, msg)
+		return cli.Exit("", 1)
+	}
+	if c.Bool("json") {
+		_, _ = c.App.Writer.Write(raw)
+		if len(raw) > 0 && raw[len(raw)-1] != '\n' {
+			_, _ = io.WriteString(c.App.Writer, "\n")
+		}
+		return nil
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("admin API answered %s %s with unreadable JSON: %w", method, path, err)
+		}
+	}
+	human(c.App.Writer)
+	return nil
+}
+
+// endpoint resolves the API root and the admin token: --token or
+// TOLLGATE_ADMIN_TOKEN, else the token file the gateway writes.
+func endpoint(c *cli.Context) (string, string, error) {
+	base := strings.TrimRight(c.String("url"), "/")
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return "", "", fmt.Errorf("--url %q: want http:// or https://", base)
+	}
+	token := strings.TrimSpace(c.String("token"))
+	if token == "" {
+		path := filepath.Join(c.String("data-dir"), "admin.token")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", "", fmt.Errorf("no admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory (%v)", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return "", "", fmt.Errorf("no admin token: %s is empty", path)
+		}
+	}
+	return base + "/admin/v1", token, nil
+}
+
+func printAccount(w io.Writer, a account) {
+	lines(w, "id", a.ID, "name", a.Name, "status", a.Status,
+		"balance", a.Balance.String(), "held", a.Held.String(), "available", a.Available.String(),
+		"rpm", limit(a.RPM), "concurrency", limit(a.Concurrency), "created_at", stamp(a.CreatedAt))
+}
+
+func printKey(w io.Writer, k apiKey) {
+	kv := []string{"id", k.ID}
+	if k.Key != "" {
+		kv = append(kv, "key", k.Key)
+	}
+	kv = append(kv, "account_id", k.AccountID, "name", k.Name, "prefix", k.Prefix,
+		"enabled", fmt.Sprint(k.Enabled), "allowed_models", models(k.AllowedModels),
+		"expires_at", expiry(k.ExpiresAt), "logs_account_scope", fmt.Sprint(k.LogsAccountScope),
+		"kind", k.Kind, "revealable", fmt.Sprint(k.Revealable), "created_at", stamp(k.CreatedAt))
+	lines(w, kv...)
+}
+
+// lines prints key: value pairs with the values aligned.
+func lines(w io.Writer, kv ...string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], kv[i+1])
+	}
+	_ = tw.Flush()
+}
+
+func models(ids []string) string {
+	switch {
+	case ids == nil:
+		return "all"
+	case len(ids) == 0:
+		return "none"
+	}
+	return strings.Join(ids, ",")
+}
+
+func expiry(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return stamp(*t)
+}
+
+func limit(n int) string {
+	if n == 0 {
+		return "default"
+	}
+	return fmt.Sprint(n)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
