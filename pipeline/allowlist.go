@@ -32,6 +32,9 @@ func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
 		return err
 	}
 	c.Req = req
+	if req.PreviousResponseID {
+		return apierr.New(apierr.InvalidRequest, "previous_response_id is not supported: conversation state is not stored, so send the full history in input on every turn")
+	}
 	if req.Model != "" {
 		c.ModelID = req.Model
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
-	"github.com/tollgate-gw/tollgate/core/translate"
 	"github.com/tollgate-gw/tollgate/store"
 )
 

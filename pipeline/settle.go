@@ -30,8 +30,14 @@ func (settleStage) Finish(_ context.Context, c *Call) {
 	}
 	u := c.Usage
 	if !u.Reported {
-		u.InputTokens = c.Estimated
-		u.OutputTokens = (c.OutputChars + 3) / 4
+		// A stream cut before its final usage: keep what the upstream did
+		// report (messages-style streams give input counts up front) and
+		// estimate the rest.
+		if u.InputTokens == 0 {
+			u.InputTokens = c.Estimated
+		}
+		u.InputTokens = max(u.InputTokens, u.CachedTokens+u.CacheWriteTokens)
+		u.OutputTokens = max(u.OutputTokens, (c.OutputChars+3)/4)
 		c.Usage = u
 	}
 	c.Charge = TokenCost(c.Model.Price, u.InputTokens, u.CachedTokens, u.CacheWriteTokens, u.OutputTokens)

@@ -2,8 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/codec"
@@ -102,6 +106,9 @@ func (r *Route) prepare(c *Call, upstreamModel string) error {
 			MaxTokens:   c.WireMax,
 			StreamUsage: c.Stream && c.Protocol == protocol.OpenAIChat,
 		})
+		if err == nil && c.Protocol == protocol.OpenAIResponses {
+			out, err = normalizeResponsesInput(out)
+		}
 	} else {
 		var warnings []string
 		out, warnings, err = r.Translator.Request(c.Body, translate.RequestOptions{
@@ -168,4 +175,25 @@ func speaking(chans []*config.Channel, p protocol.ID) []*config.Channel {
 		}
 	}
 	return out
+}
+
+// normalizeResponsesInput puts a string input into the message-array form
+// and sends an omitted instructions as "" (PRODUCT.md §7: the upstream
+// rejects the string form and requires the field).
+func normalizeResponsesInput(body []byte) ([]byte, error) {
+	var err error
+	if in := gjson.GetBytes(body, "input"); in.Type == gjson.String {
+		msg, _ := json.Marshal([]map[string]any{{
+			"role": "user", "content": []map[string]string{{"type": "input_text", "text": in.String()}},
+		}})
+		if body, err = sjson.SetRawBytes(body, "input", msg); err != nil {
+			return nil, err
+		}
+	}
+	if v := gjson.GetBytes(body, "instructions"); !v.Exists() || v.Type == gjson.Null {
+		if body, err = sjson.SetBytes(body, "instructions", ""); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
 }

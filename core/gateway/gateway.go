@@ -125,6 +125,14 @@ func Run(ctx context.Context, o Options) error {
 		ln.Close()
 		return err
 	}
+	if pp := os.Getenv("TOLLGATE_PPROF_ADDR"); pp != "" {
+		stopProfiling, err := servePprof(pp, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopProfiling()
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
