@@ -22,11 +22,13 @@ func bstr(b []byte) string {
 
 // sep appends a comma unless b ends where a value or key starts.
 func sep(b []byte) []byte {
-	if n := len(b); n > 0 {
-		switch b[n-1] {
-		case '{', '[', ',', ':':
-			return b
-		}
+	n := len(b)
+	if n == 0 {
+		return b
+	}
+	switch b[n-1] {
+	case '{', '[', ',', ':':
+		return b
 	}
 	return append(b, ',')
 }
