@@ -22,9 +22,11 @@ type Config struct {
 	Limits   Limits
 	Pipeline Pipeline
 
-	// byModel indexes Channels by served model id, ordered as ChannelsFor
-	// returns them; built by Load, Parse and Default.
-	byModel map[string][]*Channel
+	// Indexes by model id and alias, built by Load, Parse and Default: the
+	// lookups run on every request. A Config built by hand has none and is
+	// scanned instead.
+	models  map[string]*Model
+	byModel map[string][]*Channel // ordered as ChannelsFor returns them
 }
 
 // Server is the `server {}` block.
@@ -155,6 +157,10 @@ type Pipeline struct {
 
 // Model looks a model up by id or alias.
 func (c *Config) Model(id string) (*Model, bool) {
+	if c.models != nil {
+		m, ok := c.models[id]
+		return m, ok
+	}
 	for i := range c.Models {
 		if c.Models[i].ID == id {
 			return &c.Models[i], true
@@ -174,11 +180,11 @@ func (c *Config) Model(id string) (*Model, bool) {
 // priority first, then by name. The slice is shared: do not modify it.
 // A Config built by hand (not by Load, Parse or Default) is scanned per call.
 func (c *Config) ChannelsFor(modelID string) []*Channel {
-	if m, ok := c.Model(modelID); ok {
-		modelID = m.ID
-	}
 	if c.byModel != nil {
 		return c.byModel[modelID]
+	}
+	if m, ok := c.Model(modelID); ok {
+		modelID = m.ID
 	}
 	return c.channelsFor(modelID)
 }
@@ -202,12 +208,24 @@ func (c *Config) channelsFor(modelID string) []*Channel {
 	return out
 }
 
-// index builds byModel; call it once the Channels and Models are final.
+// index builds the lookup maps; call it once Channels and Models are final.
 func (c *Config) index() {
+	c.models = make(map[string]*Model, len(c.Models))
 	c.byModel = make(map[string][]*Channel, len(c.Models))
 	for i := range c.Models {
-		if chs := c.channelsFor(c.Models[i].ID); len(chs) > 0 {
-			c.byModel[c.Models[i].ID] = chs
+		m := &c.Models[i]
+		c.models[m.ID] = m
+		chs := c.channelsFor(m.ID)
+		if len(chs) > 0 {
+			c.byModel[m.ID] = chs
+		}
+		for _, a := range m.Aliases {
+			if _, taken := c.models[a]; !taken {
+				c.models[a] = m
+				if len(chs) > 0 {
+					c.byModel[a] = chs
+				}
+			}
 		}
 	}
 }

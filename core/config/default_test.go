@@ -180,8 +180,32 @@ func TestDefaultValidates(t *testing.T) {
 		t.Fatalf("rendered default does not load: %v\n%s", err, src)
 	}
 	back.Source = ""
-	back.byModel, cfg.byModel = nil, nil
+	unindex(back, cfg)
 	if !reflect.DeepEqual(back, cfg) {
 		t.Errorf("round trip differs:\n got %+v\nwant %+v", back, cfg)
+	}
+}
+
+// Model and ChannelsFor run on every request: no allocation.
+func TestLookupsDoNotAllocate(t *testing.T) {
+	cfg := Default(func(string) string { return "k" })
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, ok := cfg.Model("claude-sonnet-4-5"); !ok {
+			t.Fatal("model missing")
+		}
+		if len(cfg.ChannelsFor("claude-sonnet-4-5")) != 2 {
+			t.Fatal("channels missing")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per lookup, want 0", allocs)
+	}
+}
+
+func BenchmarkChannelsFor(b *testing.B) {
+	cfg := Default(func(string) string { return "k" })
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = cfg.ChannelsFor("gpt-4o-mini")
 	}
 }

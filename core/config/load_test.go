@@ -726,7 +726,8 @@ func TestLoadExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rendered example does not load: %v", err)
 	}
-	back.Source, back.byModel, cfg.Source, cfg.byModel = "", nil, "", nil
+	back.Source, cfg.Source = "", ""
+	unindex(back, cfg)
 	if !reflect.DeepEqual(back, cfg) {
 		t.Errorf("render round trip differs:\n got %+v\nwant %+v", back, cfg)
 	}
@@ -883,10 +884,17 @@ pipeline {
 			if err != nil {
 				t.Fatalf("rendered config does not load: %v\n%s", err, out)
 			}
-			back.byModel, cfg.byModel = nil, nil
+			unindex(back, cfg)
 			if !reflect.DeepEqual(back, cfg) {
 				t.Errorf("round trip differs:\n got %+v\nwant %+v\n%s", back, cfg, out)
 			}
 		})
+	}
+}
+
+// unindex drops the lookup maps so configs compare by content.
+func unindex(cs ...*Config) {
+	for _, c := range cs {
+		c.models, c.byModel = nil, nil
 	}
 }
