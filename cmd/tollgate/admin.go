@@ -51,12 +51,12 @@ func adminCommand() *cli.Command {
 							&cli.StringFlag{Name: "name", Usage: "account name (required)"},
 							&cli.StringFlag{Name: "initial-credit", Usage: `starting credit, a decimal (default: the sign-up credit; "0" for none)`},
 						},
-						Action: accountCreate,
+						Action: adminAccountCreate,
 					},
-					{Name: "list", Usage: "list accounts", ArgsUsage: " ", Action: accountList},
-					{Name: "get", Usage: "show an account", ArgsUsage: "ACCOUNT_ID", Action: accountGet},
-					{Name: "disable", Usage: "disable an account", ArgsUsage: "ACCOUNT_ID", Action: accountStatus("disabled")},
-					{Name: "enable", Usage: "enable an account", ArgsUsage: "ACCOUNT_ID", Action: accountStatus("active")},
+					{Name: "list", Usage: "list accounts", ArgsUsage: " ", Action: adminAccountList},
+					{Name: "get", Usage: "show an account", ArgsUsage: "ACCOUNT_ID", Action: adminAccountGet},
+					{Name: "disable", Usage: "disable an account", ArgsUsage: "ACCOUNT_ID", Action: adminAccountStatus("disabled")},
+					{Name: "enable", Usage: "enable an account", ArgsUsage: "ACCOUNT_ID", Action: adminAccountStatus("active")},
 					{
 						Name: "update", Usage: "rename an account or set its limits", ArgsUsage: "ACCOUNT_ID",
 						Flags: []cli.Flag{
@@ -64,7 +64,7 @@ func adminCommand() *cli.Command {
 							&cli.IntFlag{Name: "rpm", Usage: "requests per minute (0: the config's)"},
 							&cli.IntFlag{Name: "concurrency", Usage: "requests in flight (0: the config's)"},
 						},
-						Action: accountUpdate,
+						Action: adminAccountUpdate,
 					},
 					{
 						Name: "credit", Usage: "add credit (negative for a correction)", ArgsUsage: "ACCOUNT_ID",
@@ -72,7 +72,7 @@ func adminCommand() *cli.Command {
 							&cli.StringFlag{Name: "amount", Usage: "decimal amount, e.g. 25 or -1.50"},
 							&cli.StringFlag{Name: "note", Usage: "ledger note"},
 						},
-						Action: accountCredit,
+						Action: adminAccountCredit,
 					},
 				},
 			},
@@ -85,27 +85,27 @@ func adminCommand() *cli.Command {
 						Flags: append([]cli.Flag{
 							&cli.BoolFlag{Name: "disabled", Usage: "create the key disabled"},
 						}, keyFlags...),
-						Action: keyCreate,
+						Action: adminKeyCreate,
 					},
-					{Name: "list", Usage: "list an account's keys", ArgsUsage: "ACCOUNT_ID", Action: keyList},
-					{Name: "reveal", Usage: "print a key's raw value", ArgsUsage: "KEY_ID", Action: keyReveal},
+					{Name: "list", Usage: "list an account's keys", ArgsUsage: "ACCOUNT_ID", Action: adminKeyList},
+					{Name: "reveal", Usage: "print a key's raw value", ArgsUsage: "KEY_ID", Action: adminKeyReveal},
 					{
 						Name: "update", Usage: "change a key; only the flags given change", ArgsUsage: "KEY_ID",
 						Flags: append([]cli.Flag{
 							&cli.BoolFlag{Name: "enable", Usage: "enable the key"},
 							&cli.BoolFlag{Name: "disable", Usage: "disable the key"},
 						}, keyFlags...),
-						Action: keyUpdate,
+						Action: adminKeyUpdate,
 					},
-					{Name: "delete", Usage: "delete a key", ArgsUsage: "KEY_ID", Action: keyDelete},
+					{Name: "delete", Usage: "delete a key", ArgsUsage: "KEY_ID", Action: adminKeyDelete},
 				},
 			},
 		},
 	}
 }
 
-// account and key mirror the admin API's JSON, for the human output.
-type account struct {
+// adminAccount, adminKey and adminWallet mirror the admin API's JSON, for the human output.
+type adminAccount struct {
 	ID          string     `json:"id"`
 	Name        string     `json:"name"`
 	Status      string     `json:"status"`
@@ -117,7 +117,7 @@ type account struct {
 	Available   money.Nano `json:"available"`
 }
 
-type apiKey struct {
+type adminKey struct {
 	ID               string     `json:"id"`
 	Key              string     `json:"key"`
 	AccountID        string     `json:"account_id"`
@@ -132,14 +132,14 @@ type apiKey struct {
 	CreatedAt        time.Time  `json:"created_at"`
 }
 
-type wallet struct {
+type adminWallet struct {
 	AccountID string     `json:"account_id"`
 	Balance   money.Nano `json:"balance"`
 	Held      money.Nano `json:"held"`
 	Available money.Nano `json:"available"`
 }
 
-func accountCreate(c *cli.Context) error {
+func adminAccountCreate(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("account create takes no arguments, got %q", c.Args().Slice())
 	}
@@ -148,53 +148,53 @@ func accountCreate(c *cli.Context) error {
 	}
 	body := map[string]any{"name": c.String("name")}
 	if c.IsSet("initial-credit") {
-		n, err := parseAmount("initial-credit", c.String("initial-credit"))
+		n, err := adminAmount("initial-credit", c.String("initial-credit"))
 		if err != nil {
 			return err
 		}
 		body["initial_credit"] = n
 	}
-	var a account
-	return call(c, http.MethodPost, "/accounts", body, &a, func(w io.Writer) { printAccount(w, a) })
+	var a adminAccount
+	return adminCall(c, http.MethodPost, "/accounts", body, &a, func(w io.Writer) { adminPrintAccount(w, a) })
 }
 
-func accountList(c *cli.Context) error {
+func adminAccountList(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("account list takes no arguments, got %q", c.Args().Slice())
 	}
-	var list struct{ Data []account }
-	return call(c, http.MethodGet, "/accounts", nil, &list, func(w io.Writer) {
+	var list struct{ Data []adminAccount }
+	return adminCall(c, http.MethodGet, "/accounts", nil, &list, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tBALANCE\tAVAILABLE\tCREATED")
 		for _, a := range list.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Status, a.Balance, a.Available, stamp(a.CreatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Status, a.Balance, a.Available, adminStamp(a.CreatedAt))
 		}
 		_ = tw.Flush()
 	})
 }
 
-func accountGet(c *cli.Context) error {
-	c, id, err := withID(c, "ACCOUNT_ID")
+func adminAccountGet(c *cli.Context) error {
+	c, id, err := adminWithID(c, "ACCOUNT_ID")
 	if err != nil {
 		return err
 	}
-	var a account
-	return call(c, http.MethodGet, "/accounts/"+id, nil, &a, func(w io.Writer) { printAccount(w, a) })
+	var a adminAccount
+	return adminCall(c, http.MethodGet, "/accounts/"+id, nil, &a, func(w io.Writer) { adminPrintAccount(w, a) })
 }
 
-func accountStatus(status string) cli.ActionFunc {
+func adminAccountStatus(status string) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		c, id, err := withID(c, "ACCOUNT_ID")
+		c, id, err := adminWithID(c, "ACCOUNT_ID")
 		if err != nil {
 			return err
 		}
-		var a account
-		return call(c, http.MethodPatch, "/accounts/"+id, map[string]any{"status": status}, &a, func(w io.Writer) { printAccount(w, a) })
+		var a adminAccount
+		return adminCall(c, http.MethodPatch, "/accounts/"+id, map[string]any{"status": status}, &a, func(w io.Writer) { adminPrintAccount(w, a) })
 	}
 }
 
-func accountUpdate(c *cli.Context) error {
-	c, id, err := withID(c, "ACCOUNT_ID")
+func adminAccountUpdate(c *cli.Context) error {
+	c, id, err := adminWithID(c, "ACCOUNT_ID")
 	if err != nil {
 		return err
 	}
@@ -210,38 +210,38 @@ func accountUpdate(c *cli.Context) error {
 	if len(body) == 0 {
 		return errors.New("account update: give at least one of --name, --rpm, --concurrency")
 	}
-	var a account
-	return call(c, http.MethodPatch, "/accounts/"+id, body, &a, func(w io.Writer) { printAccount(w, a) })
+	var a adminAccount
+	return adminCall(c, http.MethodPatch, "/accounts/"+id, body, &a, func(w io.Writer) { adminPrintAccount(w, a) })
 }
 
-func accountCredit(c *cli.Context) error {
-	c, id, err := withID(c, "ACCOUNT_ID")
+func adminAccountCredit(c *cli.Context) error {
+	c, id, err := adminWithID(c, "ACCOUNT_ID")
 	if err != nil {
 		return err
 	}
 	if !c.IsSet("amount") {
 		return errors.New("account credit: --amount is required")
 	}
-	n, err := parseAmount("amount", c.String("amount"))
+	n, err := adminAmount("amount", c.String("amount"))
 	if err != nil {
 		return err
 	}
-	var wl wallet
-	return call(c, http.MethodPost, "/accounts/"+id+"/credits", map[string]any{"amount": n, "note": c.String("note")}, &wl,
+	var wl adminWallet
+	return adminCall(c, http.MethodPost, "/accounts/"+id+"/credits", map[string]any{"amount": n, "note": c.String("note")}, &wl,
 		func(w io.Writer) {
-			lines(w, "account_id", wl.AccountID, "balance", wl.Balance.String(), "held", wl.Held.String(), "available", wl.Available.String())
+			adminLines(w, "account_id", wl.AccountID, "balance", wl.Balance.String(), "held", wl.Held.String(), "available", wl.Available.String())
 		})
 }
 
-func keyCreate(c *cli.Context) error {
-	c, id, err := withID(c, "ACCOUNT_ID")
+func adminKeyCreate(c *cli.Context) error {
+	c, id, err := adminWithID(c, "ACCOUNT_ID")
 	if err != nil {
 		return err
 	}
 	if !c.IsSet("name") {
 		return errors.New("key create: --name is required")
 	}
-	body, err := keyBody(c)
+	body, err := adminKeyBody(c)
 	if err != nil {
 		return err
 	}
@@ -254,44 +254,44 @@ func keyCreate(c *cli.Context) error {
 	}
 	body["enabled"] = !c.Bool("disabled")
 	body["logs_account_scope"] = c.Bool("logs-account-scope")
-	var k apiKey
-	return call(c, http.MethodPost, "/accounts/"+id+"/keys", body, &k, func(w io.Writer) {
-		printKey(w, k)
+	var k adminKey
+	return adminCall(c, http.MethodPost, "/accounts/"+id+"/keys", body, &k, func(w io.Writer) {
+		adminPrintKey(w, k)
 		fmt.Fprintln(w, "\nThe raw key is shown once; store it now.")
 	})
 }
 
-func keyList(c *cli.Context) error {
-	c, id, err := withID(c, "ACCOUNT_ID")
+func adminKeyList(c *cli.Context) error {
+	c, id, err := adminWithID(c, "ACCOUNT_ID")
 	if err != nil {
 		return err
 	}
-	var list struct{ Data []apiKey }
-	return call(c, http.MethodGet, "/accounts/"+id+"/keys", nil, &list, func(w io.Writer) {
+	var list struct{ Data []adminKey }
+	return adminCall(c, http.MethodGet, "/accounts/"+id+"/keys", nil, &list, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tENABLED\tMODELS\tEXPIRES\tKIND")
 		for _, k := range list.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Enabled, models(k.AllowedModels), expiry(k.ExpiresAt), k.Kind)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Enabled, adminModels(k.AllowedModels), adminExpiry(k.ExpiresAt), k.Kind)
 		}
 		_ = tw.Flush()
 	})
 }
 
-func keyReveal(c *cli.Context) error {
-	c, id, err := withID(c, "KEY_ID")
+func adminKeyReveal(c *cli.Context) error {
+	c, id, err := adminWithID(c, "KEY_ID")
 	if err != nil {
 		return err
 	}
-	var k apiKey
-	return call(c, http.MethodGet, "/keys/"+id+"/reveal", nil, &k, func(w io.Writer) { lines(w, "id", k.ID, "key", k.Key) })
+	var k adminKey
+	return adminCall(c, http.MethodGet, "/keys/"+id+"/reveal", nil, &k, func(w io.Writer) { adminLines(w, "id", k.ID, "key", k.Key) })
 }
 
-func keyUpdate(c *cli.Context) error {
-	c, id, err := withID(c, "KEY_ID")
+func adminKeyUpdate(c *cli.Context) error {
+	c, id, err := adminWithID(c, "KEY_ID")
 	if err != nil {
 		return err
 	}
-	body, err := keyBody(c)
+	body, err := adminKeyBody(c)
 	if err != nil {
 		return err
 	}
@@ -309,21 +309,21 @@ func keyUpdate(c *cli.Context) error {
 	if len(body) == 0 {
 		return errors.New("key update: nothing to change; give at least one flag")
 	}
-	var k apiKey
-	return call(c, http.MethodPatch, "/keys/"+id, body, &k, func(w io.Writer) { printKey(w, k) })
+	var k adminKey
+	return adminCall(c, http.MethodPatch, "/keys/"+id, body, &k, func(w io.Writer) { adminPrintKey(w, k) })
 }
 
-func keyDelete(c *cli.Context) error {
-	c, id, err := withID(c, "KEY_ID")
+func adminKeyDelete(c *cli.Context) error {
+	c, id, err := adminWithID(c, "KEY_ID")
 	if err != nil {
 		return err
 	}
-	return call(c, http.MethodDelete, "/keys/"+id, nil, nil, func(w io.Writer) { fmt.Fprintf(w, "deleted key %s\n", id) })
+	return adminCall(c, http.MethodDelete, "/keys/"+id, nil, nil, func(w io.Writer) { fmt.Fprintf(w, "deleted key %s\n", id) })
 }
 
-// keyBody collects the key fields shared by create and update; only flags
+// adminKeyBody collects the key fields shared by create and update; only flags
 // given appear.
-func keyBody(c *cli.Context) (map[string]any, error) {
+func adminKeyBody(c *cli.Context) (map[string]any, error) {
 	body := map[string]any{}
 	if c.IsSet("name") {
 		body["name"] = c.String("name")
@@ -372,17 +372,17 @@ func keyBody(c *cli.Context) (map[string]any, error) {
 	return body, nil
 }
 
-// withID takes the command's one positional argument and lets flags follow
+// adminWithID takes the command's one positional argument and lets flags follow
 // it (`account credit ID --amount 5`): urfave/cli stops at the first
 // argument, so the rest is parsed here over the flags already given. That is
 // also why no flag after an id can be marked Required.
-func withID(c *cli.Context, what string) (*cli.Context, string, error) {
+func adminWithID(c *cli.Context, what string) (*cli.Context, string, error) {
 	if c.NArg() == 0 {
-		return nil, "", fmt.Errorf("%s: missing %s", cmdPath(c), what)
+		return nil, "", fmt.Errorf("%s: missing %s", adminCmdPath(c), what)
 	}
 	id, rest := c.Args().First(), c.Args().Tail()
 	if strings.TrimSpace(id) == "" || strings.Contains(id, "/") {
-		return nil, "", fmt.Errorf("%s: %q is not a valid %s", cmdPath(c), id, what)
+		return nil, "", fmt.Errorf("%s: %q is not a valid %s", adminCmdPath(c), id, what)
 	}
 	if len(rest) == 0 {
 		return c, id, nil
@@ -411,18 +411,18 @@ func withID(c *cli.Context, what string) (*cli.Context, string, error) {
 		return nil, "", cli.Exit("", 0) // help printed, nothing else to do
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", cmdPath(c), err)
+		return nil, "", fmt.Errorf("%s: %w", adminCmdPath(c), err)
 	}
 	if set.NArg() > 0 {
-		return nil, "", fmt.Errorf("%s: unexpected argument %q (it takes one %s)", cmdPath(c), set.Arg(0), what)
+		return nil, "", fmt.Errorf("%s: unexpected argument %q (it takes one %s)", adminCmdPath(c), set.Arg(0), what)
 	}
 	c2 := cli.NewContext(c.App, set, c)
 	c2.Command = c.Command
 	return c2, id, nil
 }
 
-// cmdPath names the running command, as "admin key delete".
-func cmdPath(c *cli.Context) string {
+// adminCmdPath names the running command, as "admin key delete".
+func adminCmdPath(c *cli.Context) string {
 	var names []string
 	for _, x := range c.Lineage() {
 		if x.Command != nil && x.Command.Name != "" && x.Command.Name != c.App.Name {
@@ -432,7 +432,7 @@ func cmdPath(c *cli.Context) string {
 	return strings.Join(names, " ")
 }
 
-func parseAmount(flagName, s string) (string, error) {
+func adminAmount(flagName, s string) (string, error) {
 	n, err := money.Parse(s)
 	if err != nil {
 		return "", fmt.Errorf("--%s: %v", flagName, err)
@@ -440,8 +440,8 @@ func parseAmount(flagName, s string) (string, error) {
 	return n.String(), nil
 }
 
-// apiError is the admin API's error body.
-type apiError struct {
+// adminAPIError is the admin API's error body.
+type adminAPIError struct {
 	Error struct {
 		Message string `json:"message"`
 		Type    string `json:"type"`
@@ -449,11 +449,11 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// call sends one admin request. On success it prints the body verbatim with
+// adminCall sends one admin request. On success it prints the body verbatim with
 // --json, else decodes into out and runs human. A non-2xx answer prints the
 // API's message to stderr and exits 1.
-func call(c *cli.Context, method, path string, body, out any, human func(io.Writer)) error {
-	base, token, err := endpoint(c)
+func adminCall(c *cli.Context, method, path string, body, out any, human func(io.Writer)) error {
+	base, token, err := adminEndpoint(c)
 	if err != nil {
 		return err
 	}
@@ -485,7 +485,7 @@ func call(c *cli.Context, method, path string, body, out any, human func(io.Writ
 		return fmt.Errorf("admin API at %s: reading the answer: %w", base, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var e apiError
+		var e adminAPIError
 		msg := strings.TrimSpace(string(raw))
 		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
 			msg = e.Error.Message
@@ -515,9 +515,9 @@ func call(c *cli.Context, method, path string, body, out any, human func(io.Writ
 	return nil
 }
 
-// endpoint resolves the API root and the admin token: --token or
+// adminEndpoint resolves the API root and the admin token: --token or
 // TOLLGATE_ADMIN_TOKEN, else the token file the gateway writes.
-func endpoint(c *cli.Context) (string, string, error) {
+func adminEndpoint(c *cli.Context) (string, string, error) {
 	base := strings.TrimRight(c.String("url"), "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return "", "", fmt.Errorf("--url %q: want http:// or https://", base)
@@ -536,26 +536,26 @@ func endpoint(c *cli.Context) (string, string, error) {
 	return base + "/admin/v1", token, nil
 }
 
-func printAccount(w io.Writer, a account) {
-	lines(w, "id", a.ID, "name", a.Name, "status", a.Status,
+func adminPrintAccount(w io.Writer, a adminAccount) {
+	adminLines(w, "id", a.ID, "name", a.Name, "status", a.Status,
 		"balance", a.Balance.String(), "held", a.Held.String(), "available", a.Available.String(),
-		"rpm", limit(a.RPM), "concurrency", limit(a.Concurrency), "created_at", stamp(a.CreatedAt))
+		"rpm", adminLimit(a.RPM), "concurrency", adminLimit(a.Concurrency), "created_at", adminStamp(a.CreatedAt))
 }
 
-func printKey(w io.Writer, k apiKey) {
+func adminPrintKey(w io.Writer, k adminKey) {
 	kv := []string{"id", k.ID}
 	if k.Key != "" {
 		kv = append(kv, "key", k.Key)
 	}
 	kv = append(kv, "account_id", k.AccountID, "name", k.Name, "prefix", k.Prefix,
-		"enabled", fmt.Sprint(k.Enabled), "allowed_models", models(k.AllowedModels),
-		"expires_at", expiry(k.ExpiresAt), "logs_account_scope", fmt.Sprint(k.LogsAccountScope),
-		"kind", k.Kind, "revealable", fmt.Sprint(k.Revealable), "created_at", stamp(k.CreatedAt))
-	lines(w, kv...)
+		"enabled", fmt.Sprint(k.Enabled), "allowed_models", adminModels(k.AllowedModels),
+		"expires_at", adminExpiry(k.ExpiresAt), "logs_account_scope", fmt.Sprint(k.LogsAccountScope),
+		"kind", k.Kind, "revealable", fmt.Sprint(k.Revealable), "created_at", adminStamp(k.CreatedAt))
+	adminLines(w, kv...)
 }
 
-// lines prints key: value pairs with the values aligned.
-func lines(w io.Writer, kv ...string) {
+// adminLines prints key: value pairs with the values aligned.
+func adminLines(w io.Writer, kv ...string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	for i := 0; i+1 < len(kv); i += 2 {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], kv[i+1])
@@ -563,7 +563,7 @@ func lines(w io.Writer, kv ...string) {
 	_ = tw.Flush()
 }
 
-func models(ids []string) string {
+func adminModels(ids []string) string {
 	switch {
 	case ids == nil:
 		return "all"
@@ -573,21 +573,21 @@ func models(ids []string) string {
 	return strings.Join(ids, ",")
 }
 
-func expiry(t *time.Time) string {
+func adminExpiry(t *time.Time) string {
 	if t == nil {
 		return "never"
 	}
-	return stamp(*t)
+	return adminStamp(*t)
 }
 
-func limit(n int) string {
+func adminLimit(n int) string {
 	if n == 0 {
 		return "default"
 	}
 	return fmt.Sprint(n)
 }
 
-func stamp(t time.Time) string {
+func adminStamp(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
