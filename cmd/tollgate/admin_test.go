@@ -18,19 +18,19 @@ import (
 )
 
 const (
-	accountFixture = `{"id":"acct_1","object":"account","name":"Acme","status":"active","created_at":"2025-01-02T03:04:05Z","rpm":120,"balance":"121.32","held":"1.5","available":"119.82"}`
-	walletFixture  = `{"object":"wallet","account_id":"acct_1","balance":"146.32","held":"0","available":"146.32"}`
-	keyFixture     = `{"id":"key_1","object":"api_key","key":"sk-tollgate-abc","account_id":"acct_1","name":"ci","prefix":"sk-tollgate-ab","allowed_models":["gpt-4o-mini"],"expires_at":"2030-01-02T03:04:05Z","enabled":true,"logs_account_scope":false,"kind":"service","revealable":true,"created_at":"2025-01-02T03:04:05Z"}`
-	keyNoRaw       = `{"id":"key_1","object":"api_key","account_id":"acct_1","name":"ci","prefix":"sk-tollgate-ab","allowed_models":null,"expires_at":null,"enabled":false,"logs_account_scope":false,"kind":"","revealable":true,"created_at":"2025-01-02T03:04:05Z"}`
+	adminAccountFixture = `{"id":"acct_1","object":"account","name":"Acme","status":"active","created_at":"2025-01-02T03:04:05Z","rpm":120,"balance":"121.32","held":"1.5","available":"119.82"}`
+	adminWalletFixture  = `{"object":"wallet","account_id":"acct_1","balance":"146.32","held":"0","available":"146.32"}`
+	adminKeyFixture     = `{"id":"key_1","object":"api_key","key":"sk-tollgate-abc","account_id":"acct_1","name":"ci","prefix":"sk-tollgate-ab","allowed_models":["gpt-4o-mini"],"expires_at":"2030-01-02T03:04:05Z","enabled":true,"logs_account_scope":false,"kind":"service","revealable":true,"created_at":"2025-01-02T03:04:05Z"}`
+	adminKeyNoRaw       = `{"id":"key_1","object":"api_key","account_id":"acct_1","name":"ci","prefix":"sk-tollgate-ab","allowed_models":null,"expires_at":null,"enabled":false,"logs_account_scope":false,"kind":"","revealable":true,"created_at":"2025-01-02T03:04:05Z"}`
 )
 
 // fakeAdmin answers the admin routes with fixtures and records each request.
 type fakeAdmin struct {
 	mu   sync.Mutex
-	reqs []recorded
+	reqs []adminRecorded
 }
 
-type recorded struct {
+type adminRecorded struct {
 	method, path, auth, contentType string
 	body                            []byte
 }
@@ -39,15 +39,15 @@ var adminRoutes = map[string]struct {
 	status int
 	body   string
 }{
-	"POST /admin/v1/accounts":                {201, accountFixture},
-	"GET /admin/v1/accounts":                 {200, `{"object":"list","data":[` + accountFixture + `,{"id":"acct_22","name":"Beta Corp","status":"disabled","created_at":"2025-02-01T00:00:00Z","balance":"0","held":"0","available":"0"}]}`},
-	"GET /admin/v1/accounts/acct_1":          {200, accountFixture},
-	"PATCH /admin/v1/accounts/acct_1":        {200, accountFixture},
-	"POST /admin/v1/accounts/acct_1/credits": {200, walletFixture},
-	"POST /admin/v1/accounts/acct_1/keys":    {201, keyFixture},
-	"GET /admin/v1/accounts/acct_1/keys":     {200, `{"object":"list","data":[` + keyNoRaw + `]}`},
+	"POST /admin/v1/accounts":                {201, adminAccountFixture},
+	"GET /admin/v1/accounts":                 {200, `{"object":"list","data":[` + adminAccountFixture + `,{"id":"acct_22","name":"Beta Corp","status":"disabled","created_at":"2025-02-01T00:00:00Z","balance":"0","held":"0","available":"0"}]}`},
+	"GET /admin/v1/accounts/acct_1":          {200, adminAccountFixture},
+	"PATCH /admin/v1/accounts/acct_1":        {200, adminAccountFixture},
+	"POST /admin/v1/accounts/acct_1/credits": {200, adminWalletFixture},
+	"POST /admin/v1/accounts/acct_1/keys":    {201, adminKeyFixture},
+	"GET /admin/v1/accounts/acct_1/keys":     {200, `{"object":"list","data":[` + adminKeyNoRaw + `]}`},
 	"GET /admin/v1/keys/key_1/reveal":        {200, `{"id":"key_1","key":"sk-tollgate-abc"}`},
-	"PATCH /admin/v1/keys/key_1":             {200, keyNoRaw},
+	"PATCH /admin/v1/keys/key_1":             {200, adminKeyNoRaw},
 	"DELETE /admin/v1/keys/key_1":            {200, `{"id":"key_1","object":"api_key","deleted":true}`},
 	"GET /admin/v1/accounts/missing":         {404, `{"error":{"message":"not found","type":"invalid_request_error","code":"not_found"}}`},
 	"GET /admin/v1/keys/broken/reveal":       {502, "bad gateway from proxy"},
@@ -57,7 +57,7 @@ var adminRoutes = map[string]struct {
 func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
-	f.reqs = append(f.reqs, recorded{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body})
+	f.reqs = append(f.reqs, adminRecorded{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body})
 	f.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer tok" {
 		w.WriteHeader(http.StatusUnauthorized)
@@ -75,20 +75,20 @@ func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, route.body)
 }
 
-func (f *fakeAdmin) requests() []recorded {
+func (f *fakeAdmin) requests() []adminRecorded {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]recorded(nil), f.reqs...)
+	return append([]adminRecorded(nil), f.reqs...)
 }
 
-// appMu serialises app runs: urfave/cli shares its global help flag between
+// adminAppMu serialises app runs: urfave/cli shares its global help flag between
 // apps and writes to it while parsing.
-var appMu sync.Mutex
+var adminAppMu sync.Mutex
 
 // runAdmin runs `tollgate admin <global...> <args...>` in process.
 func runAdmin(global []string, args ...string) (stdout, stderr string, err error) {
-	appMu.Lock()
-	defer appMu.Unlock()
+	adminAppMu.Lock()
+	defer adminAppMu.Unlock()
 	var out, errb bytes.Buffer
 	app := &cli.App{
 		Name:           "tollgate",
@@ -101,7 +101,7 @@ func runAdmin(global []string, args ...string) (stdout, stderr string, err error
 	return out.String(), errb.String(), err
 }
 
-func newFake(t *testing.T) (*fakeAdmin, []string) {
+func newFakeAdmin(t *testing.T) (*fakeAdmin, []string) {
 	f := &fakeAdmin{}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -222,7 +222,7 @@ func TestAdminCommands(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			fake, global := newFake(t)
+			fake, global := newFakeAdmin(t)
 			stdout, stderr, err := runAdmin(global, tc.args...)
 			if err != nil || stderr != "" {
 				t.Fatalf("err = %v, stderr = %q", err, stderr)
@@ -235,9 +235,9 @@ func TestAdminCommands(t *testing.T) {
 			if r.method != tc.method || r.path != tc.path || r.auth != "Bearer tok" {
 				t.Errorf("request %s %s auth %q, want %s %s", r.method, r.path, r.auth, tc.method, tc.path)
 			}
-			assertJSON(t, r, tc.body)
+			assertAdminJSON(t, r, tc.body)
 			for _, line := range tc.out {
-				if !containsLine(stdout, line) {
+				if !adminHasLine(stdout, line) {
 					t.Errorf("stdout lacks line %q:\n%s", line, stdout)
 				}
 			}
@@ -245,7 +245,7 @@ func TestAdminCommands(t *testing.T) {
 	}
 }
 
-func assertJSON(t *testing.T, r recorded, want string) {
+func assertAdminJSON(t *testing.T, r adminRecorded, want string) {
 	t.Helper()
 	if want == "" {
 		if len(r.body) != 0 {
@@ -268,7 +268,7 @@ func assertJSON(t *testing.T, r recorded, want string) {
 	}
 }
 
-func containsLine(out, line string) bool {
+func adminHasLine(out, line string) bool {
 	for _, l := range strings.Split(out, "\n") {
 		if strings.TrimRight(l, " ") == line {
 			return true
@@ -284,14 +284,14 @@ func TestAdminJSON(t *testing.T) {
 		args []string
 		want string
 	}{
-		{desc: "account get", args: []string{"account", "get", "acct_1"}, want: accountFixture + "\n"},
-		{desc: "key create shows the raw key", args: []string{"key", "create", "acct_1", "--name", "ci"}, want: keyFixture + "\n"},
+		{desc: "account get", args: []string{"account", "get", "acct_1"}, want: adminAccountFixture + "\n"},
+		{desc: "key create shows the raw key", args: []string{"key", "create", "acct_1", "--name", "ci"}, want: adminKeyFixture + "\n"},
 		{desc: "key delete", args: []string{"key", "delete", "key_1"}, want: `{"id":"key_1","object":"api_key","deleted":true}` + "\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			_, global := newFake(t)
+			_, global := newFakeAdmin(t)
 			stdout, _, err := runAdmin(append(global, "--json"), tc.args...)
 			if err != nil {
 				t.Fatal(err)
@@ -305,7 +305,7 @@ func TestAdminJSON(t *testing.T) {
 
 func TestAdminHelpAfterID(t *testing.T) {
 	t.Parallel()
-	fake, global := newFake(t)
+	fake, global := newFakeAdmin(t)
 	stdout, _, err := runAdmin(global, "key", "update", "key_1", "--help")
 	var ec cli.ExitCoder
 	if !errors.As(err, &ec) || ec.ExitCode() != 0 {
@@ -366,7 +366,7 @@ func TestAdminErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			fake, global := newFake(t)
+			fake, global := newFakeAdmin(t)
 			if tc.global != nil {
 				global = append(global[:2:2], tc.global...)
 			}
