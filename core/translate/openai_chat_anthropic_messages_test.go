@@ -48,11 +48,11 @@ func TestChatToMessagesRequest(t *testing.T) {
 		desc: "tool calls keep ids; consecutive tool results share one user turn",
 		body: `{"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"call_2","type":"function","function":{"name":"get_time","arguments":""}}]},{"role":"tool","tool_call_id":"call_1","content":"sunny"},{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"noon"}]},{"role":"user","content":"thanks"}]}`,
 		want: map[string]string{
-			"messages.#":            `3`,
-			"messages.1.role":       `"assistant"`,
-			"messages.1.content":    `[{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"call_2","name":"get_time","input":{}}]`,
-			"messages.2.role":       `"user"`,
-			"messages.2.content":    `[{"type":"tool_result","tool_use_id":"call_1","content":"sunny"},{"type":"tool_result","tool_use_id":"call_2","content":[{"type":"text","text":"noon"}]},{"type":"text","text":"thanks"}]`,
+			"messages.#":         `3`,
+			"messages.1.role":    `"assistant"`,
+			"messages.1.content": `[{"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"call_2","name":"get_time","input":{}}]`,
+			"messages.2.role":    `"user"`,
+			"messages.2.content": `[{"type":"tool_result","tool_use_id":"call_1","content":"sunny"},{"type":"tool_result","tool_use_id":"call_2","content":[{"type":"text","text":"noon"}]},{"type":"text","text":"thanks"}]`,
 		},
 	}, {
 		desc: "function tools become input_schema tools; required becomes any",
@@ -130,14 +130,14 @@ func TestChatToMessagesResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPaths(t, out, map[string]string{
-		"id":                      `"chatcmpl-req123"`,
-		"object":                  `"chat.completion"`,
-		"created":                 `1754000000`,
-		"model":                   `"client-model"`,
-		"choices.0.message.content": `"Okay, let's check the \"weather\"\n"`,
+		"id":                           `"chatcmpl-req123"`,
+		"object":                       `"chat.completion"`,
+		"created":                      `1754000000`,
+		"model":                        `"client-model"`,
+		"choices.0.message.content":    `"Okay, let's check the \"weather\"\n"`,
 		"choices.0.message.tool_calls": `[{"id":"toolu_01A09q90qw90lq917835lq9","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"San Francisco, CA\"}"}}]`,
-		"choices.0.finish_reason": `"tool_calls"`,
-		"usage":                   `{"prompt_tokens":592,"completion_tokens":89,"total_tokens":681,"prompt_tokens_details":{"cached_tokens":100},"completion_tokens_details":{"reasoning_tokens":0}}`,
+		"choices.0.finish_reason":      `"tool_calls"`,
+		"usage":                        `{"prompt_tokens":592,"completion_tokens":89,"total_tokens":681,"prompt_tokens_details":{"cached_tokens":100},"completion_tokens_details":{"reasoning_tokens":0}}`,
 	})
 	var cc openai.ChatCompletion
 	if err := json.Unmarshal(out, &cc); err != nil {
