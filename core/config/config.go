@@ -153,6 +153,8 @@ type Limits struct {
 type Pipeline struct {
 	// Stages in order; empty means the default chain.
 	Stages []string
+	// Settings of each stage, from `stage "NAME" { settings = {...} }`.
+	Settings map[string]map[string]string
 }
 
 // Model looks a model up by id or alias.

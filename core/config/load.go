@@ -149,6 +149,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "model", LabelNames: []string{"id"}},
 	{Type: "limits"},
 	{Type: "pipeline"},
+	{Type: "stage", LabelNames: []string{"name"}},
 }}
 
 func (d *decoder) file(body hcl.Body) *Config {
@@ -181,6 +182,17 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 
 	seen := map[string]hcl.Range{}
+	for _, b := range byType["stage"] {
+		if !d.label(b, "stage", seen) {
+			continue
+		}
+		name, settings := d.stage(b)
+		if cfg.Pipeline.Settings == nil {
+			cfg.Pipeline.Settings = map[string]map[string]string{}
+		}
+		cfg.Pipeline.Settings[name] = settings
+	}
+	seen = map[string]hcl.Range{}
 	for _, b := range byType["plugin"] {
 		if !d.label(b, "plugin", seen) {
 			continue
@@ -338,6 +350,17 @@ func (d *decoder) pipeline(b *hcl.Block, p *Pipeline) {
 			p.Stages = append(p.Stages, it.v)
 		}
 	}
+}
+
+var stageSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "settings"}}}
+
+// stage reads a `stage "NAME" { settings = {...} }` block: the settings a
+// pipeline stage's factory validates when the chain is built.
+func (d *decoder) stage(b *hcl.Block) (string, map[string]string) {
+	name := b.Labels[0]
+	where := fmt.Sprintf("stage %q", name)
+	c := d.content(b.Body, stageSchema, where)
+	return name, d.strMap(c.Attributes["settings"], where)
 }
 
 var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}}}

@@ -898,3 +898,24 @@ func unindex(cs ...*Config) {
 		c.models, c.byModel = nil, nil
 	}
 }
+
+func TestStageSettings(t *testing.T) {
+	cfg, err := Parse([]byte(`
+pipeline {
+  stages = ["auth", "allowlist", "prompt-denylist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"]
+}
+stage "prompt-denylist" {
+  settings = { phrases = "alpha, beta" }
+}
+`), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Pipeline.Settings["prompt-denylist"]["phrases"]; got != "alpha, beta" {
+		t.Fatalf("settings %v", cfg.Pipeline.Settings)
+	}
+	_, err = Parse([]byte("stage \"x\" {\n  nope = 1\n}\nstage \"x\" {}\n"), "t.hcl")
+	if err == nil || !strings.Contains(err.Error(), `t.hcl:2`) || !strings.Contains(err.Error(), `duplicate stage "x"`) {
+		t.Fatalf("want an unknown-attribute error at line 2 and a duplicate stage error, got %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+	"sort"
 
 	"github.com/tollgate-gw/tollgate/core/money"
 )
@@ -106,6 +107,10 @@ func Render(c *Config) string {
 		root.AppendNewline()
 		setList(root.AppendNewBlock("pipeline", nil).Body(), "stages", c.Pipeline.Stages)
 	}
+	for _, name := range sortedKeys(c.Pipeline.Settings) {
+		root.AppendNewline()
+		setMap(root.AppendNewBlock("stage", []string{name}).Body(), "settings", c.Pipeline.Settings[name])
+	}
 	return string(hclwrite.Format(f.Bytes()))
 }
 
@@ -139,4 +144,13 @@ func setMap(b *hclwrite.Body, name string, m map[string]string) {
 		vals[k] = cty.StringVal(v)
 	}
 	b.SetAttributeValue(name, cty.ObjectVal(vals))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
