@@ -74,8 +74,9 @@ func TestDiscoveryEndpoints(t *testing.T) {
 		var out struct {
 			Object string
 			Data   []struct {
-				ID, Object, OwnedBy string `json:"owned_by"`
-				Created             *int64
+				ID, Object string
+				OwnedBy    string `json:"owned_by"`
+				Created    *int64
 			}
 		}
 		if err := json.Unmarshal(c.Body, &out); err != nil || out.Object != "list" || len(out.Data) == 0 {

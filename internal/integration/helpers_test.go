@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/internal/testgw"
 )
@@ -103,4 +106,30 @@ func logsOf(t *testing.T, g *testgw.Gateway, key string) []map[string]any {
 		t.Fatal(err)
 	}
 	return out.Data
+}
+
+// runExpectFailure runs tollgate serve with a config that must make it fail
+// at start, and returns what it printed.
+func runExpectFailure(t *testing.T, bin, cfg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := dir + "/tollgate.hcl"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--config", path, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("tollgate did not fail at start")
+	}
+	if err == nil {
+		t.Fatalf("tollgate accepted a broken config:\n%s", out)
+	}
+	return string(out)
 }

@@ -1,0 +1,76 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+)
+
+const denylistConfig = `
+server {
+  allow_private_urls = true
+}
+channel "sim" {
+  vendor    = "sim"
+  base_url  = "sim://local"
+  families  = ["chat"]
+  protocols = ["openai_chat", "anthropic_messages"]
+  models    = ["sim-chat"]
+}
+model "sim-chat" {
+  owned_by = "sim"
+  price {
+    input  = "1"
+    output = "2"
+  }
+}
+pipeline {
+  stages = ["auth", "allowlist", "prompt-denylist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"]
+}
+stage "prompt-denylist" {
+  settings = { phrases = "project nightingale" }
+}
+`
+
+// The example custom stage, compiled into its own binary and wired by config,
+// refuses denied prompts in each protocol's error shape and logs them.
+func TestCustomStageExample(t *testing.T) {
+	bin := testgw.BuildExtra(t, "tollgate-denylist", "./examples/custom-stage/cmd/tollgate-denylist")
+	// The example binary takes only --config; listen and data dir come from it.
+	dir := t.TempDir()
+	cfg := strings.Replace(denylistConfig, "allow_private_urls = true", "allow_private_urls = true\n  listen = \"127.0.0.1:0\"", 1) +
+		"\nstore \"badger\" {\n  dir = \"" + dir + "\"\n}\n"
+	g := testgw.Start(t, testgw.Options{Binary: bin, Config: cfg, DataDir: dir})
+	acct := g.Account("")
+	_, key := g.Key(acct, nil)
+
+	c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "Tell me about Project Nightingale", ""))
+	if code, _, msg := c.errorOf(t); c.Status != 400 || code != "invalid_request" || !strings.Contains(msg, "denied phrase") {
+		t.Fatalf("denied prompt: %d %s", c.Status, c.Body)
+	}
+	c = do(t, "POST", g.URL+"/v1/messages", map[string]string{"x-api-key": key, "anthropic-version": "2023-06-01"},
+		`{"model":"sim-chat","max_tokens":20,"messages":[{"role":"user","content":"project nightingale status"}]}`)
+	if m := c.json(t); c.Status != 400 || m["type"] != "error" {
+		t.Fatalf("messages-style refusal: %d %s", c.Status, c.Body)
+	}
+	if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "Tell me a story", "")); c.Status != 200 {
+		t.Fatalf("allowed prompt: %d %s", c.Status, c.Body)
+	}
+	rows := logsOf(t, g, key)
+	if len(rows) != 3 || rows[2]["status"] != "rejected" || rows[2]["cost"] != "0" {
+		t.Fatalf("rows %v", rows)
+	}
+	if bal, held := g.Balance(acct); held != "0" || bal == "121.32" {
+		t.Fatalf("balance %s held %s: only the allowed call is billed", bal, held)
+	}
+}
+
+func TestPipelineConfigErrorsFailAtStart(t *testing.T) {
+	dir := testgw.Build(t)
+	cfg := strings.Replace(denylistConfig, `"prompt-denylist", `, `"no-such-stage", `, 1)
+	out := runExpectFailure(t, dir+"/tollgate", cfg)
+	if !strings.Contains(out, `unknown stage "no-such-stage"`) {
+		t.Fatalf("output:\n%s", out)
+	}
+}
