@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/config"
+)
+
+type namedStage string
+
+func (n namedStage) Name() string                      { return string(n) }
+func (n namedStage) Serve(context.Context, *Call) error { return nil }
+
+func TestBuildOrder(t *testing.T) {
+	reg := NewRegistry()
+	reg.Register("guard", func(*Deps, map[string]string) (Stage, error) { return namedStage("guard"), nil })
+	d := &Deps{Config: &config.Config{}, Logger: hclog.NewNullLogger()}
+	cases := []struct {
+		desc  string
+		order []string
+		err   string
+	}{
+		{"default order", nil, ""},
+		{"extra stage", []string{"auth", "guard", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, ""},
+		{"unknown stage", []string{"auth", "nope"}, `unknown stage "nope"`},
+		{"missing required", []string{"auth", "allowlist", "precharge", "translate", "dispatch", "settle"}, `stage "log" is required`},
+		{"out of order", []string{"allowlist", "auth", "precharge", "translate", "dispatch", "settle", "log"}, `"auth" must come before "allowlist"`},
+		{"twice", []string{"auth", "auth"}, `named twice`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			ch, err := Build(reg, d, tc.order, nil)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := tc.order
+				if want == nil {
+					want = DefaultOrder
+				}
+				if strings.Join(ch.Stages(), ",") != strings.Join(want, ",") {
+					t.Fatalf("stages %v", ch.Stages())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestValidIdempotencyKey(t *testing.T) {
+	for _, tc := range []struct {
+		k  string
+		ok bool
+	}{
+		{"abc-123", true}, {strings.Repeat("a", 200), true}, {"", false},
+		{strings.Repeat("a", 201), false}, {"has space", false}, {"tab\there", false}, {"é", false},
+	} {
+		if got := ValidIdempotencyKey(tc.k); got != tc.ok {
+			t.Errorf("%q: %v", tc.k, got)
+		}
+	}
+}
+
+func TestTokenCost(t *testing.T) {
+	p := config.Price{}
+	p.Input, p.Output, p.CachedInput = 1_000_000_000, 2_000_000_000, 500_000_000 // 1, 2 and 0.5 per million
+	// 1000 input of which 400 cached, 100 output: 600*1 + 400*0.5 + 100*2 per million.
+	if got := TokenCost(p, 1000, 400, 0, 100); got.String() != "0.001" {
+		t.Fatalf("got %s", got)
+	}
+	// Cache writes at input price when cache_write is unset.
+	if got := TokenCost(p, 1000, 0, 1000, 0); got.String() != "0.001" {
+		t.Fatalf("got %s", got)
+	}
+}
