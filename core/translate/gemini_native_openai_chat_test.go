@@ -44,12 +44,12 @@ func TestGeminiToChatRequest(t *testing.T) {
 		desc: "function calls get synthetic ids, responses matched by name and order",
 		body: `{"contents":[{"role":"user","parts":[{"text":"weather?"}]},{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"},{"functionCall":{"name":"get_weather","args":{"city":"Rome"}}}]},{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"content":"sunny"}}},{"functionResponse":{"name":"get_weather","response":{"temp":20}}}]},{"role":"model","parts":[{"functionCall":{"id":"abc","name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"abc","name":"f","response":{"ok":true}}}]}]}`,
 		want: map[string]string{
-			"messages.1": `{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}]}`,
-			"messages.2": `{"role":"tool","tool_call_id":"call_0","content":"sunny"}`,
-			"messages.3": `{"role":"tool","tool_call_id":"call_1","content":"{\"temp\":20}"}`,
+			"messages.1":                 `{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}]}`,
+			"messages.2":                 `{"role":"tool","tool_call_id":"call_0","content":"sunny"}`,
+			"messages.3":                 `{"role":"tool","tool_call_id":"call_1","content":"{\"temp\":20}"}`,
 			"messages.4.tool_calls.0.id": `"abc"`,
-			"messages.5": `{"role":"tool","tool_call_id":"abc","content":"{\"ok\":true}"}`,
-			"messages.#": `6`,
+			"messages.5":                 `{"role":"tool","tool_call_id":"abc","content":"{\"ok\":true}"}`,
+			"messages.#":                 `6`,
 		},
 		warn: []string{"contents.parts.thoughtSignature"},
 	}, {
@@ -101,7 +101,7 @@ func TestGeminiToChatResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPaths(t, out, map[string]string{
-		"candidates.0.content": `{"role":"model","parts":[{"text":"Okay, let's check the \"weather\"\n"},{"functionCall":{"id":"call_DdmO9pD3xa9XTPNJ32zg2hcA","name":"get_weather","args":{"location": "San Francisco, CA"}}}]}`,
+		"candidates.0.content":      `{"role":"model","parts":[{"text":"Okay, let's check the \"weather\"\n"},{"functionCall":{"id":"call_DdmO9pD3xa9XTPNJ32zg2hcA","name":"get_weather","args":{"location": "San Francisco, CA"}}}]}`,
 		"candidates.0.finishReason": `"STOP"`,
 		"usageMetadata":             `{"promptTokenCount":572,"candidatesTokenCount":79,"totalTokenCount":661,"cachedContentTokenCount":100,"thoughtsTokenCount":10}`,
 		"modelVersion":              `"client-model"`,
