@@ -376,13 +376,23 @@ func readGeminiUsage(u gjson.Result, into *usage) {
 	if !isObject(u) {
 		return
 	}
-	thoughts := u.Get("thoughtsTokenCount").Int()
-	*into = usage{
-		input:     u.Get("promptTokenCount").Int() + u.Get("toolUsePromptTokenCount").Int(),
-		output:    u.Get("candidatesTokenCount").Int() + thoughts,
-		cached:    u.Get("cachedContentTokenCount").Int(),
-		reasoning: thoughts,
-	}
+	var prompt, toolPrompt, candidates, cached, thoughts int64
+	u.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "promptTokenCount":
+			prompt = v.Int()
+		case "toolUsePromptTokenCount":
+			toolPrompt = v.Int()
+		case "candidatesTokenCount":
+			candidates = v.Int()
+		case "cachedContentTokenCount":
+			cached = v.Int()
+		case "thoughtsTokenCount":
+			thoughts = v.Int()
+		}
+		return true
+	})
+	*into = usage{input: prompt + toolPrompt, output: candidates + thoughts, cached: cached, reasoning: thoughts}
 }
 
 func (chatToGemini) Response(body []byte, o ResponseOptions) ([]byte, error) {
@@ -456,32 +466,71 @@ func (s *geminiToChatStream) Event(ev protocol.Event, emit func(protocol.Event) 
 	if err := s.out.role(emit); err != nil {
 		return err
 	}
-	cand := r.Get("candidates.0")
-	cand.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
-		if p.Get("thought").Type == gjson.True {
-			return true
-		}
-		if t := p.Get("text"); t.Type == gjson.String {
-			err = s.out.text(emit, inner(t))
-		}
-		if fc := p.Get("functionCall"); err == nil && isObject(fc) {
-			c := geminiCall(fc, s.tools)
-			err = s.out.toolStart(emit, s.tools, c.id, c.name, c.args)
-			s.tools++
+	// One pass over the top level: these chunks come many per answer.
+	var finish string
+	blocked := false
+	r.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "candidates":
+			cand := v.Get("0")
+			cand.ForEach(func(ck, cv gjson.Result) bool {
+				switch ck.Str {
+				case "content":
+					err = s.parts(cv.Get("parts"), emit)
+				case "finishReason":
+					finish = cv.Str
+				}
+				return err == nil
+			})
+		case "usageMetadata":
+			readGeminiUsage(v, &s.out.usage)
+		case "promptFeedback":
+			blocked = present(v.Get("blockReason"))
 		}
 		return err == nil
 	})
 	if err != nil {
 		return err
 	}
-	readGeminiUsage(r.Get("usageMetadata"), &s.out.usage)
-	if f := geminiFinishToChat(cand.Get("finishReason").Str, s.tools > 0); f != "" {
+	if f := geminiFinishToChat(finish, s.tools > 0); f != "" {
 		return s.out.finish(emit, f)
 	}
-	if present(r.Get("promptFeedback.blockReason")) {
+	if blocked {
 		return s.out.finish(emit, "content_filter")
 	}
 	return nil
+}
+
+func (s *geminiToChatStream) parts(parts gjson.Result, emit func(protocol.Event) error) error {
+	var err error
+	parts.ForEach(func(_, p gjson.Result) bool {
+		var text, fc gjson.Result
+		thought := false
+		p.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "text":
+				text = v
+			case "functionCall":
+				fc = v
+			case "thought":
+				thought = v.Type == gjson.True
+			}
+			return true
+		})
+		if thought {
+			return true
+		}
+		if text.Type == gjson.String {
+			err = s.out.text(emit, inner(text))
+		}
+		if err == nil && isObject(fc) {
+			c := geminiCall(fc, s.tools)
+			err = s.out.toolStart(emit, s.tools, c.id, c.name, c.args)
+			s.tools++
+		}
+		return err == nil
+	})
+	return err
 }
 
 func (s *geminiToChatStream) End(emit func(protocol.Event) error) error {
