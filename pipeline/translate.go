@@ -61,12 +61,12 @@ func (s *translateStage) Serve(_ context.Context, c *Call) error {
 	if err := r.prepare(c, upstreamModel); err != nil {
 		return err
 	}
+	h := c.W.Header()
 	if r.Translator != nil {
-		h := c.W.Header()
 		h.Set("X-Protocol-Translation", translate.HeaderValue(c.Protocol, r.Protocol))
-		if len(r.Warnings) > 0 {
-			h.Set("X-Protocol-Warning", strings.Join(r.Warnings, "; "))
-		}
+	}
+	if len(r.Warnings) > 0 {
+		h.Set("X-Protocol-Warning", strings.Join(r.Warnings, "; "))
 	}
 	c.Route = r
 	return nil
@@ -108,6 +108,13 @@ func (r *Route) prepare(c *Call, upstreamModel string) error {
 		})
 		if err == nil && c.Protocol == protocol.OpenAIResponses {
 			out, err = normalizeResponsesInput(out)
+			if err == nil {
+				var dropped []string
+				out, dropped, err = dropUnservedResponsesFields(out, c.Model, r.Channels[0])
+				if r.body == nil {
+					r.Warnings = dropped
+				}
+			}
 		}
 	} else {
 		var warnings []string
@@ -196,4 +203,64 @@ func normalizeResponsesInput(body []byte) ([]byte, error) {
 		}
 	}
 	return body, nil
+}
+
+// dropUnservedResponsesFields removes what a native responses upstream of
+// this model cannot take, naming each in the warnings instead of refusing the
+// call (coding agents send them on every call): built-in or unknown tool
+// types missing from the model's caps or narrowed away by the channel, and
+// reasoning and include for models without caps { reasoning }.
+func dropUnservedResponsesFields(body []byte, m *config.Model, ch *config.Channel) ([]byte, []string, error) {
+	var warnings []string
+	tools := gjson.GetBytes(body, "tools")
+	if tools.IsArray() {
+		kept := make([]byte, 0, len(tools.Raw))
+		kept = append(kept, '[')
+		dropped := false
+		tools.ForEach(func(_, t gjson.Result) bool {
+			typ := t.Get("type").String()
+			if typ == "function" || typ == "custom" || servesTool(m, ch, typ) {
+				if len(kept) > 1 {
+					kept = append(kept, ',')
+				}
+				kept = append(kept, t.Raw...)
+				return true
+			}
+			dropped = true
+			if w := "tools." + typ; !slices.Contains(warnings, w) {
+				warnings = append(warnings, w)
+			}
+			return true
+		})
+		if dropped {
+			var err error
+			if len(kept) == 1 {
+				body, err = sjson.DeleteBytes(body, "tools")
+				if err == nil && gjson.GetBytes(body, "tool_choice").Exists() {
+					body, err = sjson.DeleteBytes(body, "tool_choice")
+				}
+			} else {
+				body, err = sjson.SetRawBytes(body, "tools", append(kept, ']'))
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if !m.Caps.Reasoning {
+		for _, field := range []string{"reasoning", "include"} {
+			if gjson.GetBytes(body, field).Exists() {
+				var err error
+				if body, err = sjson.DeleteBytes(body, field); err != nil {
+					return nil, nil, err
+				}
+				warnings = append(warnings, field)
+			}
+		}
+	}
+	return body, warnings, nil
+}
+
+func servesTool(m *config.Model, ch *config.Channel, tool string) bool {
+	return slices.Contains(m.Caps.Tools, tool) && (len(ch.Tools) == 0 || slices.Contains(ch.Tools, tool))
 }

@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	billing := billingcompat.New(st, now)
 	srv := server.New(server.Options{
 		Config: cfg, Store: st, Chain: chain, Auth: auth, Limits: limits, Logger: log, Now: now,
-		Logs: logs.Serve, Billing: billing.Serve,
+		Vendors: vendors, Logs: logs.Serve, Billing: billing.Serve,
 		Admin: admin.NewHandler(svc, st, adminToken, log),
 	})
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
 	"github.com/tollgate-gw/tollgate/pipeline"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -37,8 +38,7 @@ type Server struct {
 	now     func() time.Time
 	mux     *http.ServeMux
 	usage   *usageCache
-	extra   map[string]KeyHandler
-	channel map[string]bool
+	vendors map[string]vendor.Vendor
 }
 
 // KeyHandler serves an endpoint for an authenticated key (logs, billing).
@@ -53,6 +53,8 @@ type Options struct {
 	Limits *ratelimit.Account // nil = no account limits
 	Logger hclog.Logger
 	Now    func() time.Time
+	// Vendors are the running vendor plugins (count_tokens calls them).
+	Vendors map[string]vendor.Vendor
 	// Logs serves /v1/logs*, Billing /v1/dashboard/billing/*; both optional.
 	Logs, Billing KeyHandler
 	// Admin is mounted at /admin/v1/ when set.
@@ -64,7 +66,7 @@ func New(o Options) *Server {
 	s := &Server{
 		cfg: o.Config, store: o.Store, chain: o.Chain, auth: o.Auth, limits: o.Limits,
 		log: o.Logger.Named("http"), now: o.Now, mux: http.NewServeMux(),
-		usage: newUsageCache(o.Store, o.Now, time.Minute),
+		usage: newUsageCache(o.Store, o.Now, time.Minute), vendors: o.Vendors,
 	}
 	chat := func(p protocol.ID) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { s.serveChat(w, r, p, "", false) }
@@ -72,6 +74,7 @@ func New(o Options) *Server {
 	m := s.mux
 	m.HandleFunc("POST /v1/chat/completions", chat(protocol.OpenAIChat))
 	m.HandleFunc("POST /v1/messages", chat(protocol.AnthropicMessages))
+	m.HandleFunc("POST /v1/messages/count_tokens", s.serveCountTokens)
 	m.HandleFunc("POST /v1/responses", chat(protocol.OpenAIResponses))
 	m.HandleFunc("POST /v1beta/models/{call}", s.serveGemini)
 	m.HandleFunc("GET /v1/models", s.serveModels)
@@ -211,16 +214,21 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 // authenticate checks the key of a non-chat endpoint and counts the request
 // against the account's limits. On failure the error is already written.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool) (*store.Key, *store.Account, func(), bool) {
+	return s.authenticateAs(w, r, forms, countLimits, protocol.OpenAIChat)
+}
+
+// authenticateAs is authenticate with errors in protocol p's shape.
+func (s *Server) authenticateAs(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool, p protocol.ID) (*store.Key, *store.Account, func(), bool) {
 	k, acct, err := s.auth.Authenticate(r.Context(), r, forms)
 	if err != nil {
-		apierr.Write(w, protocol.OpenAIChat, apierr.As(err))
+		apierr.Write(w, p, apierr.As(err))
 		return nil, nil, nil, false
 	}
 	release := func() {}
 	if countLimits && s.limits != nil {
 		rel, lerr := s.limits.Acquire(acct.ID, acct.RPM, acct.Concurrency)
 		if lerr != nil {
-			apierr.Write(w, protocol.OpenAIChat, lerr)
+			apierr.Write(w, p, lerr)
 			return nil, nil, nil, false
 		}
 		release = rel
