@@ -1,0 +1,260 @@
+// Package badgerstore is the embedded store.Store, on Badger.
+//
+// Money moves (holds, settlements, credits, new accounts) go through one
+// writer goroutine that commits whatever calls are waiting as one
+// transaction (group commit); every call still gets its own result. Other
+// writes are short transactions retried on conflict. docs/store.md has the
+// key layout.
+package badgerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// Options configure Open.
+type Options struct {
+	// Logger receives Badger's own messages: errors and warnings as such,
+	// its chatty info lines at debug. Nil discards them.
+	Logger hclog.Logger
+	// Strict fsyncs every commit before the call returns. Group commit
+	// makes that one fsync per batch of concurrent calls.
+	Strict bool
+	// InMemory keeps everything in memory (tests); dir is ignored.
+	InMemory bool
+	// GCInterval is how often the value log is garbage collected;
+	// 0 means every 10 minutes. Ignored InMemory.
+	GCInterval time.Duration
+}
+
+const (
+	maxConflictRetries = 16
+	maxBatch           = 256
+	seqBandwidth       = 1000
+)
+
+// Store is a store.Store on one Badger database.
+type Store struct {
+	db  *badger.DB
+	log hclog.Logger
+
+	logSeq, ledgerSeq *badger.Sequence
+
+	// mu guards closed. Calls hold it shared while they touch db; Close
+	// takes it exclusively so no call is inside db when it closes.
+	mu     sync.RWMutex
+	closed bool
+
+	ops        chan *op
+	writerDone chan struct{}
+	stopGC     chan struct{}
+	gcDone     chan struct{}
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string, o Options) (*Store, error) {
+	lg := o.Logger
+	if lg == nil {
+		lg = hclog.NewNullLogger()
+	}
+	bo := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{lg}).
+		WithSyncWrites(o.Strict).
+		WithMetricsEnabled(false).
+		WithNumCompactors(2).
+		// Rows with a large technical view go to the value log, so index
+		// scans read compact LSM tables.
+		WithValueThreshold(1 << 10)
+	if o.InMemory {
+		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		db: db, log: lg,
+		ops:        make(chan *op, 4*maxBatch),
+		writerDone: make(chan struct{}),
+		stopGC:     make(chan struct{}),
+		gcDone:     make(chan struct{}),
+	}
+	if s.logSeq, err = db.GetSequence(seqLogKey, seqBandwidth); err == nil {
+		s.ledgerSeq, err = db.GetSequence(seqLedgerKey, seqBandwidth)
+	}
+	if err != nil {
+		if s.logSeq != nil {
+			_ = s.logSeq.Release()
+		}
+		db.Close()
+		return nil, err
+	}
+	go s.writeLoop()
+	if o.InMemory {
+		close(s.gcDone)
+	} else {
+		every := o.GCInterval
+		if every <= 0 {
+			every = 10 * time.Minute
+		}
+		go s.gcLoop(every)
+	}
+	return s, nil
+}
+
+// Close finishes pending money moves, stops the maintenance goroutines and
+// closes the database. Later calls return store.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	s.closed = true
+	close(s.ops)
+	s.mu.Unlock()
+	<-s.writerDone
+	close(s.stopGC)
+	<-s.gcDone
+	// Release hands back the unused part of each lease, so a clean
+	// restart leaves no gap in the ids.
+	err := errors.Join(s.logSeq.Release(), s.ledgerSeq.Release())
+	return errors.Join(err, s.db.Close())
+}
+
+func (s *Store) gcLoop(every time.Duration) {
+	defer close(s.gcDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		case <-t.C:
+			n := 0
+			for s.db.RunValueLogGC(0.5) == nil {
+				n++
+			}
+			if n > 0 {
+				s.log.Debug("value log gc", "rewritten", n)
+			}
+		}
+	}
+}
+
+// enter takes the shared lock unless the store is closed; callers defer
+// s.mu.RUnlock when it returns nil.
+func (s *Store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// view runs a read-only transaction.
+func (s *Store) view(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return s.db.View(fn)
+}
+
+// update runs fn in a read-write transaction, again on a conflict, a
+// bounded number of times. fn must only read and build writes: it runs
+// once per attempt.
+func (s *Store) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	var err error
+	for range maxConflictRetries {
+		if err = s.db.Update(fn); !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("badgerstore: gave up after %d conflicts: %w", maxConflictRetries, err)
+}
+
+// get calls fn with the value under k, or returns store.ErrNotFound.
+func get(txn *badger.Txn, k []byte, fn func(v []byte) error) error {
+	it, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return it.Value(fn)
+}
+
+func exists(txn *badger.Txn, k []byte) (bool, error) {
+	_, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// scanPrefix calls fn for every key under prefix in key order.
+func scanPrefix(txn *badger.Txn, prefix []byte, values bool, fn func(it *badger.Item) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: values, PrefetchSize: 64})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if err := fn(it.Item()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// badgerLogger routes Badger's printf logging to hclog.
+type badgerLogger struct{ l hclog.Logger }
+
+func msg(format string, args []any) string {
+	return strings.TrimSpace(fmt.Sprintf(format, args...))
+}
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l.IsError() {
+		b.l.Error(msg(f, a))
+	}
+}
+
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l.IsWarn() {
+		b.l.Warn(msg(f, a))
+	}
+}
+
+func (b badgerLogger) Infof(f string, a ...any) {
+	if b.l.IsDebug() {
+		b.l.Debug(msg(f, a))
+	}
+}
+
+func (b badgerLogger) Debugf(f string, a ...any) {
+	if b.l.IsTrace() {
+		b.l.Trace(msg(f, a))
+	}
+}
+
+var _ store.Store = (*Store)(nil)

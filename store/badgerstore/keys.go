@@ -1,0 +1,126 @@
+package badgerstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The key layout. Every prefix lives here, once; a prefix is never reused
+// for another record, even after it falls out of use. Integers are
+// big-endian so byte order is numeric order; a variable-length string that
+// is followed by more key parts ends with sep, which ids may not contain.
+// docs/store.md describes the same layout for operators.
+const (
+	pAccount = "acct/"    // acct/{account}                          -> account
+	pWallet  = "wallet/"  // wallet/{account}                        -> balance(8) held(8)
+	pLedger  = "ledger/"  // ledger/{account}\x00{id:8}              -> ledger entry (JSON)
+	pHold    = "hold/"    // hold/{hold}                             -> hold
+	pKey     = "key/"     // key/{key}                               -> key
+	pKeyHash = "keyh/"    // keyh/{sha256}                           -> key id
+	pKeyAcct = "keyacct/" // keyacct/{account}\x00{key}              -> empty
+	pKeyUse  = "keyuse/"  // keyuse/{key}                            -> charged total(8)
+	pLog     = "log/"     // log/{id:8}                              -> log row
+	pLogAcct = "logacct/" // logacct/{account}\x00{ts:12}{id:8}      -> index value
+	pLogKey  = "logkey/"  // logkey/{account}\x00{key}\x00{ts:12}{id:8} -> index value
+	pLogRef  = "logref/"  // logref/{request or task id}\x00{id:8}   -> empty
+	pModel   = "model/"   // model/{model}                           -> model (JSON)
+	pSeq     = "seq/"     // seq/log, seq/ledger                     -> badger.Sequence state
+)
+
+const sep = 0x00
+
+// tsLen is the width of an encoded time: seconds (8, sign bit flipped so
+// negative seconds sort first) then nanoseconds (4).
+const tsLen = 12
+
+// posLen is the fixed tail of a log index key: time then row id.
+const posLen = tsLen + 8
+
+var errBadID = errors.New("badgerstore: id is empty or contains a NUL byte")
+
+// checkID refuses ids that would make the key layout ambiguous.
+func checkID(what, id string) error {
+	if id == "" || strings.IndexByte(id, sep) >= 0 {
+		return fmt.Errorf("%s %q: %w", what, id, errBadID)
+	}
+	return nil
+}
+
+func strKey(prefix, id string) []byte {
+	b := make([]byte, 0, len(prefix)+len(id))
+	return append(append(b, prefix...), id...)
+}
+
+func accountKey(id string) []byte { return strKey(pAccount, id) }
+func walletKey(id string) []byte  { return strKey(pWallet, id) }
+func holdKey(id string) []byte    { return strKey(pHold, id) }
+func keyKey(id string) []byte     { return strKey(pKey, id) }
+func keyUseKey(id string) []byte  { return strKey(pKeyUse, id) }
+func modelKey(id string) []byte   { return strKey(pModel, id) }
+
+func keyHashKey(hash []byte) []byte {
+	b := make([]byte, 0, len(pKeyHash)+len(hash))
+	return append(append(b, pKeyHash...), hash...)
+}
+
+// scoped is prefix{a}\x00: the prefix of every key under one account.
+func scoped(prefix, a string) []byte {
+	b := make([]byte, 0, len(prefix)+len(a)+1+posLen)
+	return append(append(append(b, prefix...), a...), sep)
+}
+
+func keyAcctKey(account, key string) []byte { return append(scoped(pKeyAcct, account), key...) }
+
+func ledgerKey(account string, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(scoped(pLedger, account), id)
+}
+
+func logKey(id uint64) []byte {
+	b := make([]byte, 0, len(pLog)+8)
+	return binary.BigEndian.AppendUint64(append(b, pLog...), id)
+}
+
+func logAcctPrefix(account string) []byte { return scoped(pLogAcct, account) }
+
+func logKeyPrefix(account, key string) []byte {
+	return append(append(scoped(pLogKey, account), key...), sep)
+}
+
+func logRefPrefix(ref string) []byte { return scoped(pLogRef, ref) }
+
+// appendTS appends t in tsLen bytes whose byte order is time order.
+func appendTS(b []byte, t time.Time) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
+	return binary.BigEndian.AppendUint32(b, uint32(t.Nanosecond()))
+}
+
+func parseTS(b []byte) time.Time {
+	sec := int64(binary.BigEndian.Uint64(b) ^ (1 << 63))
+	return time.Unix(sec, int64(binary.BigEndian.Uint32(b[8:]))).UTC()
+}
+
+// appendPos appends a (created_at, id) position as a log index key tail.
+func appendPos(b []byte, t time.Time, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendTS(b, t), id)
+}
+
+// putID overwrites the trailing 8-byte id of a prebuilt key.
+func putID(k []byte, id uint64) { binary.BigEndian.PutUint64(k[len(k)-8:], id) }
+
+func tailID(k []byte) uint64 { return binary.BigEndian.Uint64(k[len(k)-8:]) }
+
+// seekPast returns a key greater than every key under prefix.
+func seekPast(prefix []byte) []byte {
+	return append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, posLen+1)...)
+}
+
+var (
+	seqLogKey    = []byte(pSeq + "log")
+	seqLedgerKey = []byte(pSeq + "ledger")
+)
+
+func appendID(b []byte, id uint64) []byte { return binary.BigEndian.AppendUint64(b, id) }

@@ -1,0 +1,291 @@
+package badgerstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+const (
+	// maxPage caps QueryLogs; a Limit of 0 asks for this many.
+	maxPage = 10_000
+	// scanChunk is how many rows ScanLogs reads per transaction. fn runs
+	// between chunks, outside any transaction, so a slow consumer holds
+	// neither a read snapshot nor the close lock.
+	scanChunk = 512
+	// ctxEvery is how many index entries a walk reads between ctx checks.
+	ctxEvery = 1024
+)
+
+// GetLog reads one row by id.
+func (s *Store) GetLog(ctx context.Context, id uint64) (r store.LogRow, err error) {
+	err = s.view(ctx, func(txn *badger.Txn) error {
+		r, err = readRow(txn, id)
+		return err
+	})
+	return r, err
+}
+
+func readRow(txn *badger.Txn, id uint64) (r store.LogRow, err error) {
+	err = get(txn, logKey(id), func(v []byte) (e error) {
+		r, e = decodeRow(v, id)
+		return e
+	})
+	return r, err
+}
+
+// QueryLogs returns up to q.Limit rows (capped at 10,000; 0 means the cap).
+func (s *Store) QueryLogs(ctx context.Context, q store.LogQuery) ([]store.LogRow, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > maxPage {
+		limit = maxPage
+	}
+	var out []store.LogRow
+	err := s.view(ctx, func(txn *badger.Txn) error {
+		return page(ctx, txn, &q, limit, func(r store.LogRow) { out = append(out, r) })
+	})
+	return out, err
+}
+
+// ScanLogs streams every matching row in order, a chunk per transaction;
+// rows written during a scan appear if they sort after its position.
+func (s *Store) ScanLogs(ctx context.Context, q store.LogQuery, fn func(store.LogRow) bool) error {
+	buf := make([]store.LogRow, 0, scanChunk)
+	for {
+		buf = buf[:0]
+		err := s.view(ctx, func(txn *badger.Txn) error {
+			return page(ctx, txn, &q, scanChunk, func(r store.LogRow) { buf = append(buf, r) })
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range buf {
+			if !fn(r) {
+				return nil
+			}
+		}
+		if len(buf) < scanChunk {
+			return nil
+		}
+		last := buf[len(buf)-1]
+		q.After = &store.LogPosition{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+}
+
+// page emits up to limit rows matching q, in q's order.
+func page(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, emit func(store.LogRow)) error {
+	if q.Ref != "" {
+		return refPage(ctx, txn, q, limit, emit)
+	}
+	m := newMatcher(q)
+	var prefix []byte
+	if q.KeyID != "" {
+		prefix = logKeyPrefix(q.AccountID, q.KeyID)
+	} else {
+		prefix = logAcctPrefix(q.AccountID)
+	}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: !q.Asc})
+	defer it.Close()
+	n := 0
+	for it.Seek(m.seek(prefix)); it.Valid(); it.Next() {
+		if n%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		n++
+		item := it.Item()
+		k := item.Key()
+		pos := k[len(prefix):]
+		if len(pos) != posLen {
+			continue // another account's or key's entry sharing the prefix bytes
+		}
+		if m.pastFarEdge(pos) {
+			return nil
+		}
+		if !m.inRange(pos) {
+			continue
+		}
+		ok := true
+		if m.filters {
+			if err := item.Value(func(v []byte) error {
+				ok = m.index(v)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			continue
+		}
+		r, err := readRow(txn, tailID(k))
+		if err != nil {
+			return err
+		}
+		emit(r)
+		if limit--; limit == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// refPage answers a Ref query from the ref index: a handful of rows,
+// checked in full and sorted here.
+func refPage(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, emit func(store.LogRow)) error {
+	if checkID("ref", q.Ref) != nil {
+		return nil
+	}
+	m := newMatcher(q)
+	prefix := logRefPrefix(q.Ref)
+	var rows []store.LogRow
+	err := scanPrefix(txn, prefix, false, func(it *badger.Item) error {
+		k := it.Key()
+		if len(k) != len(prefix)+8 {
+			return nil
+		}
+		r, err := readRow(txn, tailID(k))
+		if err != nil {
+			return err
+		}
+		if m.row(&r) {
+			rows = append(rows, r)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(rows, func(a, b store.LogRow) int {
+		c := cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		if !q.Asc {
+			c = -c
+		}
+		return c
+	})
+	for _, r := range rows[:min(limit, len(rows))] {
+		emit(r)
+	}
+	return nil
+}
+
+// matcher holds a query's window and filters in key form.
+type matcher struct {
+	q        *store.LogQuery
+	asc      bool
+	from, to []byte // encoded times; nil when open
+	after    []byte // encoded position; nil when none
+	filters  bool
+}
+
+func newMatcher(q *store.LogQuery) *matcher {
+	m := &matcher{q: q, asc: q.Asc}
+	if !q.From.IsZero() {
+		m.from = appendTS(nil, q.From)
+	}
+	if !q.To.IsZero() {
+		m.to = appendTS(nil, q.To)
+	}
+	if q.After != nil {
+		m.after = appendPos(nil, q.After.CreatedAt, q.After.ID)
+	}
+	m.filters = len(q.Models)+len(q.Statuses)+len(q.UnitTypes)+len(q.ErrorCodes) > 0
+	return m
+}
+
+// seek is where a walk starts: the near edge of the window, or the
+// cursor when that is further in. Reverse iteration lands on the last key
+// at or before the seek key.
+func (m *matcher) seek(prefix []byte) []byte {
+	var edge []byte
+	if m.asc {
+		edge = append(bytes.Clone(prefix), m.from...)
+		if m.after != nil && bytes.Compare(m.after, edge[len(prefix):]) > 0 {
+			edge = append(edge[:len(prefix)], m.after...)
+		}
+		return edge
+	}
+	if m.to != nil {
+		edge = append(bytes.Clone(prefix), m.to...)
+	} else {
+		edge = seekPast(prefix)
+	}
+	if m.after != nil && bytes.Compare(m.after, edge[len(prefix):]) < 0 {
+		edge = append(edge[:len(prefix)], m.after...)
+	}
+	return edge
+}
+
+// pastFarEdge reports that pos and everything after it in walk order lie
+// outside the window.
+func (m *matcher) pastFarEdge(pos []byte) bool {
+	ts := pos[:tsLen]
+	if m.asc {
+		return m.to != nil && bytes.Compare(ts, m.to) >= 0
+	}
+	return m.from != nil && bytes.Compare(ts, m.from) < 0
+}
+
+// inRange checks the near edge and the cursor.
+func (m *matcher) inRange(pos []byte) bool {
+	ts := pos[:tsLen]
+	if m.from != nil && bytes.Compare(ts, m.from) < 0 || m.to != nil && bytes.Compare(ts, m.to) >= 0 {
+		return false
+	}
+	if m.after == nil {
+		return true
+	}
+	c := bytes.Compare(pos, m.after)
+	return m.asc && c > 0 || !m.asc && c < 0
+}
+
+// index applies the value filters to an index value.
+func (m *matcher) index(v []byte) bool {
+	status, model, unitType, errorCode, ok := indexFields(v)
+	return ok && m.values(status, model, unitType, errorCode)
+}
+
+func (m *matcher) values(status, model, unitType, errorCode []byte) bool {
+	if len(unitType) == 0 {
+		unitType = chat
+	}
+	return anyOf(m.q.Statuses, status) && anyOf(m.q.Models, model) &&
+		anyOf(m.q.UnitTypes, unitType) && anyOf(m.q.ErrorCodes, errorCode)
+}
+
+var chat = []byte("chat")
+
+func anyOf(want []string, got []byte) bool {
+	if len(want) == 0 {
+		return true
+	}
+	for _, w := range want {
+		if w == string(got) {
+			return true
+		}
+	}
+	return false
+}
+
+// row applies the whole query to a decoded row (the Ref path).
+func (m *matcher) row(r *store.LogRow) bool {
+	q := m.q
+	if r.AccountID != q.AccountID || q.KeyID != "" && r.KeyID != q.KeyID {
+		return false
+	}
+	if r.RequestID != q.Ref && r.TaskID != q.Ref {
+		return false
+	}
+	if !m.inRange(appendPos(make([]byte, 0, posLen), r.CreatedAt, r.ID)) {
+		return false
+	}
+	if !m.filters {
+		return true
+	}
+	return m.index(encodeIndex(nil, r))
+}

@@ -1,0 +1,74 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// RunDurable checks that data outlives Close and that ids are never
+// reused. newBackend prepares empty storage for one test and returns a
+// function that opens it; each call opens the same storage anew, after
+// the previous store was closed.
+func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *testing.T) store.Store)) {
+	reopen := newBackend(t)
+	ctx := t.Context()
+
+	s := reopen(t)
+	newAccount(t, s, "a", cr(100))
+	k := key("a", "k1", 1)
+	mustNil(t, "create key", s.CreateKey(ctx, k))
+	open, settled := hold("a", "h-open", cr(5)), hold("a", "h-settled", cr(5))
+	open.KeyID, settled.KeyID = k.ID, k.ID
+	for _, h := range []store.Hold{open, settled} {
+		_, err := s.PlaceHold(ctx, h)
+		mustNil(t, "hold", err)
+	}
+	first := rowFor(settled, cr(2))
+	mustNil(t, "settle", s.Settle(ctx, store.Settlement{HoldID: settled.ID, Charge: cr(2), Row: first}))
+	_, err := s.Credit(ctx, "a", cr(1), "top-up")
+	mustNil(t, "credit", err)
+	mustNil(t, "put model", s.PutModel(ctx, store.Model{ID: "m", OwnedBy: "o"}))
+	ledger, err := s.ListLedger(ctx, "a")
+	mustNil(t, "ledger", err)
+	mustNil(t, "close", s.Close())
+
+	lastRow, lastLedger := first.ID, ledger[len(ledger)-1].ID
+	for round := range 2 {
+		s = reopen(t)
+		wantWallet(t, s, "a", cr(99), cr(5))
+		got, err := s.KeyByHash(ctx, k.Hash)
+		mustNil(t, "key by hash", err)
+		same(t, "key", normKey(got), k)
+		if n := keyUsage(t, s, k.ID); n != cr(2) {
+			t.Fatalf("key usage %s after reopen, want 2", n)
+		}
+		holds, err := s.OpenHolds(ctx)
+		mustNil(t, "open holds", err)
+		if len(holds) != 1 || holds[0].ID != open.ID {
+			t.Fatalf("open holds after reopen = %+v", holds)
+		}
+		row, err := s.GetLog(ctx, first.ID)
+		mustNil(t, "get log", err)
+		same(t, "row", normRow(row), *first)
+		if ms, err := s.ListModels(ctx); err != nil || len(ms) != 1 {
+			t.Fatalf("models after reopen = %+v, %v", ms, err)
+		}
+
+		r := rowFor(hold("a", "after-reopen", 0), 0)
+		mustNil(t, "settle after reopen", s.Settle(ctx, store.Settlement{Row: r}))
+		if r.ID <= lastRow {
+			t.Fatalf("round %d: row id %d after reopen, want above %d", round, r.ID, lastRow)
+		}
+		lastRow = r.ID
+		_, err = s.Credit(ctx, "a", 0, "no-op correction")
+		mustNil(t, "credit", err)
+		l, err := s.ListLedger(ctx, "a")
+		mustNil(t, "ledger", err)
+		if id := l[len(l)-1].ID; id <= lastLedger {
+			t.Fatalf("round %d: ledger id %d after reopen, want above %d", round, id, lastLedger)
+		}
+		lastLedger = l[len(l)-1].ID
+		mustNil(t, "close", s.Close())
+	}
+}
