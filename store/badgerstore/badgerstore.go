@@ -34,6 +34,8 @@ type Options struct {
 	// GCInterval is how often the value log is garbage collected;
 	// 0 means every 10 minutes. Ignored InMemory.
 	GCInterval time.Duration
+
+	memTableSize int64 // tests shrink it to reach ErrTxnTooBig
 }
 
 const (
@@ -74,6 +76,9 @@ func Open(dir string, o Options) (*Store, error) {
 		// Rows with a large technical view go to the value log, so index
 		// scans read compact LSM tables.
 		WithValueThreshold(1 << 10)
+	if o.memTableSize > 0 {
+		bo = bo.WithMemTableSize(o.memTableSize)
+	}
 	if o.InMemory {
 		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
 	}

@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/store"
 	"github.com/tollgate-gw/tollgate/store/storetest"
@@ -40,6 +41,7 @@ func TestConformanceInMemory(t *testing.T) {
 func TestDurable(t *testing.T) {
 	storetest.RunDurable(t, func(t *testing.T) func(t *testing.T) store.Store {
 		dir := t.TempDir()
-		return func(t *testing.T) store.Store { return openTemp(t, dir, Options{}) }
+		// A short GC interval runs the maintenance loop alongside the calls.
+		return func(t *testing.T) store.Store { return openTemp(t, dir, Options{GCInterval: time.Millisecond}) }
 	})
 }

@@ -362,27 +362,38 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 
 // Settle closes a hold and writes its row in one step; s.Row.ID is set.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
+	o, err := newSettleOp(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer freeOp(o)
+	return s.submit(o)
+}
+
+// newSettleOp checks st and builds every key and value of its writes
+// except the row id, which the writer fills in.
+func newSettleOp(ctx context.Context, st store.Settlement) (*op, error) {
 	r := st.Row
 	if r == nil {
-		return errors.New("badgerstore: settlement without a row")
+		return nil, errors.New("badgerstore: settlement without a row")
 	}
 	if err := checkID("account", r.AccountID); err != nil {
-		return err
+		return nil, err
 	}
 	if r.KeyID != "" {
 		if err := checkID("key", r.KeyID); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if st.Charge < 0 {
-		return fmt.Errorf("badgerstore: negative charge %s", st.Charge)
+		return nil, fmt.Errorf("badgerstore: negative charge %s", st.Charge)
+	}
+	if st.HoldID == "" && st.Charge != 0 {
+		return nil, fmt.Errorf("badgerstore: charge %s without a hold", st.Charge)
 	}
 	o := newOp(ctx, opSettle)
-	defer freeOp(o)
 	if st.HoldID != "" {
 		o.key = holdKey(st.HoldID)
-	} else if st.Charge != 0 {
-		return fmt.Errorf("badgerstore: charge %s without a hold", st.Charge)
 	}
 	o.charge, o.row = st.Charge, r
 	o.rowVal = encodeRow(make([]byte, 0, 256), r)
@@ -398,7 +409,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	if r.TaskID != r.RequestID && checkID("ref", r.TaskID) == nil {
 		o.refKeys = append(o.refKeys, appendID(logRefPrefix(r.TaskID), 0))
 	}
-	return s.submit(o)
+	return o, nil
 }
 
 // CreateAccount writes the account, its wallet and the opening credit.
