@@ -3,7 +3,6 @@ package badgerstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -59,7 +58,10 @@ func (s *Store) GetWallet(ctx context.Context, accountID string) (w store.Wallet
 	err = s.view(ctx, func(txn *badger.Txn) error {
 		var refused error
 		w, refused, err = readWallet(txn, accountID)
-		return errors.Join(refused, err)
+		if refused != nil {
+			return refused
+		}
+		return err
 	})
 	return w, err
 }

@@ -44,11 +44,13 @@ var errBadID = errors.New("badgerstore: id is empty or contains a NUL byte")
 
 // checkID refuses ids that would make the key layout ambiguous.
 func checkID(what, id string) error {
-	if id == "" || strings.IndexByte(id, sep) >= 0 {
+	if !validID(id) {
 		return fmt.Errorf("%s %q: %w", what, id, errBadID)
 	}
 	return nil
 }
+
+func validID(id string) bool { return id != "" && strings.IndexByte(id, sep) < 0 }
 
 func strKey(prefix, id string) []byte {
 	b := make([]byte, 0, len(prefix)+len(id))

@@ -138,7 +138,7 @@ func page(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, em
 // refPage answers a Ref query from the ref index: a handful of rows,
 // checked in full and sorted here.
 func refPage(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, emit func(store.LogRow)) error {
-	if checkID("ref", q.Ref) != nil {
+	if !validID(q.Ref) {
 		return nil
 	}
 	m := newMatcher(q)

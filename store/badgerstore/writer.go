@@ -403,10 +403,10 @@ func newSettleOp(ctx context.Context, st store.Settlement) (*op, error) {
 		o.idxKeys = append(o.idxKeys, appendPos(logKeyPrefix(r.AccountID, r.KeyID), r.CreatedAt, 0))
 	}
 	// A ref with a NUL byte is not indexed: Ref queries cannot name it.
-	if checkID("ref", r.RequestID) == nil {
+	if validID(r.RequestID) {
 		o.refKeys = append(o.refKeys, appendID(logRefPrefix(r.RequestID), 0))
 	}
-	if r.TaskID != r.RequestID && checkID("ref", r.TaskID) == nil {
+	if r.TaskID != r.RequestID && validID(r.TaskID) {
 		o.refKeys = append(o.refKeys, appendID(logRefPrefix(r.TaskID), 0))
 	}
 	return o, nil
