@@ -1,0 +1,121 @@
+// Command tollgate-bench measures Tollgate's cost per request against a
+// direct call to the same upstream (`make bench`). It starts the upstream
+// simulator and the gateway from --bin, runs interleaved closed-loop
+// windows and writes latest.json, latest.md and latest.png to --out.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/internal/bench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tollgate-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", "bin", "directory holding tollgate, its tollgate-plugin-* and tollgate-upstream")
+	window := fs.Duration("duration", 5*time.Second, "length of one measured window")
+	rounds := fs.Int("rounds", 2, "direct/gateway window pairs per case and concurrency (at least 2)")
+	out := fs.String("out", "bench-results", "directory for latest.json, latest.md and latest.png")
+	cpuProfile := fs.String("cpuprofile", "", "write gateway CPU profiles here (one per case, name inserted before the extension)")
+	memProfile := fs.String("memprofile", "", "write gateway allocation profiles here (one per case)")
+	seedRows := fs.Int("seed-rows", 0, "also measure completions at c=64 after writing this many log rows into the store")
+	cases := fs.String("cases", "", "comma-separated case names to run (default: all)")
+	logLevel := fs.String("gateway-log-level", "info", "the gateway's --log-level")
+	check := fs.Bool("check", false, "print PASS/FAIL against the performance budget; exit 1 on FAIL")
+	fromJSON := fs.String("from-json", "", "render the table, chart and checks of an earlier results file instead of running")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tollgate-bench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+
+	var res *bench.Results
+	if *fromJSON != "" {
+		r, err := bench.ReadJSON(*fromJSON)
+		if err != nil {
+			fmt.Fprintln(stderr, "tollgate-bench:", err)
+			return 1
+		}
+		r.Evaluate()
+		res = r
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		o := bench.Options{
+			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
+			CPUProfile: *cpuProfile, MemProfile: *memProfile,
+		}
+		if *cases != "" {
+			o.Only = strings.Split(*cases, ",")
+		}
+		r, err := bench.Run(ctx, o)
+		if err != nil {
+			fmt.Fprintln(stderr, "tollgate-bench:", err)
+			return 1
+		}
+		res = r
+	}
+
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(stderr, "tollgate-bench:", err)
+		return 1
+	}
+	if err := write(res, *out, stdout, *fromJSON == ""); err != nil {
+		fmt.Fprintln(stderr, "tollgate-bench:", err)
+		return 1
+	}
+	if res.Errors > 0 {
+		fmt.Fprintf(stderr, "\n!!! %d REQUEST(S) FAILED during the run: the figures are not trustworthy !!!\n", res.Errors)
+	}
+	if *check {
+		fmt.Fprintln(stdout)
+		if err := res.WriteChecks(stdout); err != nil {
+			fmt.Fprintln(stderr, "tollgate-bench:", err)
+			return 1
+		}
+		if !res.Passed() {
+			return 1
+		}
+	}
+	if res.Errors > 0 {
+		return 1
+	}
+	return 0
+}
+
+// write prints the table and writes latest.md, latest.png and, for a
+// fresh run, latest.json.
+func write(res *bench.Results, dir string, stdout io.Writer, withJSON bool) error {
+	var md strings.Builder
+	if err := res.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(stdout, md.String()); err != nil {
+		return err
+	}
+	if withJSON {
+		if err := res.WriteJSON(filepath.Join(dir, "latest.json")); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latest.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	return bench.WriteChart(res, filepath.Join(dir, "latest.png"))
+}

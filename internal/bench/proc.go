@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// ClockTick is the unit of utime and stime in /proc/PID/stat. USER_HZ is
+// 100 on every Linux architecture Go supports (the kernel scales to it).
+const ClockTick = 10 * time.Millisecond
+
+// Stat is what the harness reads from one /proc/PID/stat line.
+type Stat struct {
+	PID, PPID int
+	Comm      string
+	// UTime and STime are CPU ticks spent in user and kernel mode.
+	UTime, STime uint64
+}
+
+// CPU is the process's user plus system CPU time.
+func (s Stat) CPU() time.Duration { return time.Duration(s.UTime+s.STime) * ClockTick }
+
+// ParseStat parses a /proc/PID/stat line. The command name sits in
+// parentheses and may itself hold spaces and parentheses, so the fields
+// are counted from the last ')'.
+func ParseStat(line []byte) (Stat, error) {
+	open := bytes.IndexByte(line, '(')
+	end := bytes.LastIndexByte(line, ')')
+	if open < 0 || end < open {
+		return Stat{}, fmt.Errorf("proc stat: no command name in %q", truncate(line))
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(line[:open])))
+	if err != nil {
+		return Stat{}, fmt.Errorf("proc stat: pid: %w", err)
+	}
+	// Fields after the name: state(3) ppid(4) ... utime(14) stime(15).
+	rest := bytes.Fields(line[end+1:])
+	if len(rest) < 13 {
+		return Stat{}, fmt.Errorf("proc stat: %d fields after the name, want at least 13", len(rest))
+	}
+	s := Stat{PID: pid, Comm: string(line[open+1 : end])}
+	if s.PPID, err = strconv.Atoi(string(rest[1])); err != nil {
+		return Stat{}, fmt.Errorf("proc stat: ppid: %w", err)
+	}
+	if s.UTime, err = strconv.ParseUint(string(rest[11]), 10, 64); err != nil {
+		return Stat{}, fmt.Errorf("proc stat: utime: %w", err)
+	}
+	if s.STime, err = strconv.ParseUint(string(rest[12]), 10, 64); err != nil {
+		return Stat{}, fmt.Errorf("proc stat: stime: %w", err)
+	}
+	return s, nil
+}
+
+// ParseVmHWM returns the peak resident set size from a /proc/PID/status
+// file's VmHWM line, in bytes.
+func ParseVmHWM(status []byte) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		line := sc.Bytes()
+		v, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(v)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, fmt.Errorf("proc status: unexpected VmHWM line %q", line)
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("proc status: VmHWM: %w", err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("proc status: no VmHWM line")
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 80 {
+		return b[:80]
+	}
+	return b
+}
+
+// Proc reads process figures under a /proc root (a fixture dir in tests).
+type Proc struct {
+	Root string
+}
+
+// Stat reads one process's stat line.
+func (p Proc) Stat(pid int) (Stat, error) {
+	b, err := os.ReadFile(filepath.Join(p.Root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return Stat{}, err
+	}
+	return ParseStat(b)
+}
+
+// Tree returns root's stat followed by those of all its descendants (the
+// gateway's plugin processes), found through the ppid of every process.
+func (p Proc) Tree(root int) ([]Stat, error) {
+	self, err := p.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(p.Root)
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]Stat{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == root {
+			continue
+		}
+		s, err := p.Stat(pid)
+		if err != nil {
+			continue // exited meanwhile, or not a process directory
+		}
+		children[s.PPID] = append(children[s.PPID], s)
+	}
+	out := []Stat{self}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i].PID]...)
+	}
+	return out, nil
+}
+
+// TreeCPU is the summed CPU time of root and its descendants, and how many
+// processes that covers.
+func (p Proc) TreeCPU(root int) (time.Duration, int, error) {
+	tree, err := p.Tree(root)
+	if err != nil {
+		return 0, 0, err
+	}
+	var sum time.Duration
+	for _, s := range tree {
+		sum += s.CPU()
+	}
+	return sum, len(tree), nil
+}
+
+// TreePeakRSS sums VmHWM over root and its descendants: an upper bound of
+// their simultaneous peak, since each peaked at its own moment.
+func (p Proc) TreePeakRSS(root int) (int64, error) {
+	tree, err := p.Tree(root)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, s := range tree {
+		b, err := os.ReadFile(filepath.Join(p.Root, strconv.Itoa(s.PID), "status"))
+		if err != nil {
+			if s.PID == root {
+				return 0, err
+			}
+			continue
+		}
+		hwm, err := ParseVmHWM(b)
+		if err != nil {
+			return 0, fmt.Errorf("pid %d: %w", s.PID, err)
+		}
+		sum += hwm
+	}
+	return sum, nil
+}
