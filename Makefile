@@ -56,3 +56,13 @@ lint:
 
 clean:
 	rm -rf $(BIN)
+
+# Claude Code, Codex and the openai, Anthropic and Google JS SDKs, pinned in
+# e2e/agents/package-lock.json and installed into .e2e/node, run unmodified
+# against the embedded default and against the vendor simulators behind
+# the real plugins (docs/agents.md). Needs node and npm; not part of test.
+.PHONY: e2e-agents
+e2e-agents: build
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-upstream ./cmd/tollgate-upstream
+	./e2e/agents/install.sh
+	node e2e/agents/run.mjs

@@ -1,0 +1,88 @@
+// Claude Code (`claude -p`), unmodified, pointed at Tollgate by environment
+// variables only, in a throw-away HOME so no user settings or login leak in.
+import fs from 'node:fs';
+import path from 'node:path';
+import { run, check, short, lastLines } from '../lib.mjs';
+
+const BAD = ['Content block not found', 'API Error', 'API error'];
+
+function env(ctx, t, home) {
+  return {
+    PATH: process.env.PATH,
+    HOME: home,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
+    ANTHROPIC_BASE_URL: t.url,
+    ANTHROPIC_API_KEY: t.key,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_BUG_COMMAND: '1',
+    // Answers come from a simulator; fail fast instead of retrying for minutes.
+    CLAUDE_CODE_MAX_RETRIES: '1',
+    API_TIMEOUT_MS: String(ctx.timeoutMs),
+  };
+}
+
+function workspace(ctx, name) {
+  const home = path.join(ctx.runDir, 'claude', name, 'home');
+  const work = path.join(ctx.runDir, 'claude', name, 'work');
+  fs.mkdirSync(home, { recursive: true });
+  fs.mkdirSync(work, { recursive: true });
+  fs.writeFileSync(path.join(work, 'README.md'), 'tollgate-e2e readme\n');
+  return { home, work };
+}
+
+function noApiErrors(res) {
+  for (const b of BAD) {
+    check(!res.stdout.includes(b) && !res.stderr.includes(b), `output mentions "${b}": ${lastLines(res.stdout + res.stderr)}`);
+  }
+}
+
+// plain: one turn, any answer, the JSON result says success.
+async function plain(ctx, t, model, name) {
+  const { home, work } = workspace(ctx, name);
+  const res = await run(ctx.claude, ['-p', 'Reply with one short sentence about toll roads.', '--model', model, '--output-format', 'json', '--no-session-persistence'],
+    { env: env(ctx, t, home), cwd: work, timeoutMs: ctx.timeoutMs });
+  check(!res.timedOut, `timed out after ${ctx.timeoutMs} ms: ${lastLines(res.stdout + res.stderr)}`);
+  noApiErrors(res);
+  check(res.code === 0, `exit ${res.code}: ${lastLines(res.stdout + res.stderr)}`);
+  let out;
+  try { out = JSON.parse(res.stdout); } catch { throw new Error(`stdout is not JSON: ${short(res.stdout)}`); }
+  check(out.type === 'result' && out.subtype === 'success' && out.is_error === false, `result not a success: ${short(out)}`);
+  check(typeof out.result === 'string' && out.result.trim() !== '', `empty answer: ${short(out)}`);
+}
+
+// tool: the model calls Bash, Claude Code runs it and sends the result back,
+// and the next turn ends the run. stream-json shows each message.
+async function tool(ctx, t, model, name) {
+  const { home, work } = workspace(ctx, name);
+  const res = await run(ctx.claude, ['-p', 'Use the Bash tool to run: echo tollgate-e2e', '--model', model,
+    '--output-format', 'stream-json', '--verbose', '--no-session-persistence', '--allowedTools', 'Bash', 'Read'],
+  { env: env(ctx, t, home), cwd: work, timeoutMs: ctx.timeoutMs });
+  check(!res.timedOut, `timed out after ${ctx.timeoutMs} ms: ${lastLines(res.stdout + res.stderr)}`);
+  noApiErrors(res);
+  check(res.code === 0, `exit ${res.code}: ${lastLines(res.stdout + res.stderr)}`);
+  const msgs = res.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const blocks = (type) => msgs.filter((m) => m.type === type).flatMap((m) => (m.message && Array.isArray(m.message.content) ? m.message.content : []));
+  const use = blocks('assistant').find((b) => b.type === 'tool_use');
+  check(use, `no tool_use in the assistant messages: ${lastLines(res.stdout)}`);
+  check(use.name === 'Bash', `tool_use names ${use.name}, want Bash`);
+  const result = blocks('user').find((b) => b.type === 'tool_result' && b.tool_use_id === use.id);
+  check(result, `no tool_result for ${use.id}`);
+  const text = typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
+  check(!result.is_error, `the tool failed: input ${short(use.input)}, result ${short(text)}`);
+  const final = msgs.find((m) => m.type === 'result');
+  check(final && final.subtype === 'success' && final.is_error === false, `final result not a success: ${short(final)}`);
+  check(final.num_turns >= 2, `want at least 2 turns (tool call, answer), got ${final.num_turns}`);
+}
+
+// cases lists one plain and one tool case per model route of the target.
+export function cases(ctx, t) {
+  return t.claude.flatMap(({ route, model }) => [
+    { name: `claude-code/${t.name}/${route}/plain`, run: () => plain(ctx, t, model, `${t.name}-${route}-plain`) },
+    { name: `claude-code/${t.name}/${route}/tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-tool`) },
+  ]);
+}

@@ -1,0 +1,67 @@
+// The official `@google/genai` SDK: generateContent, generateContentStream
+// and a function-calling round trip, with httpOptions.baseUrl at Tollgate.
+import { GoogleGenAI } from '@google/genai';
+import { check, short } from '../lib.mjs';
+
+const weather = {
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'OBJECT', properties: { city: { type: 'STRING' } }, required: ['city'] },
+};
+const ASK_TOOL = 'Use the get_weather tool to get the weather in Paris.';
+
+function client(t) {
+  return new GoogleGenAI({ apiKey: t.key, httpOptions: { baseUrl: t.url, timeout: 60_000 } });
+}
+
+async function generate(t, model) {
+  const r = await client(t).models.generateContent({ model, contents: 'Say hello.' });
+  check(r.text && r.text !== '', `no text: ${short(r)}`);
+  const c = r.candidates && r.candidates[0];
+  check(c && c.finishReason === 'STOP', `finishReason ${c && c.finishReason}`);
+  check(r.usageMetadata && r.usageMetadata.promptTokenCount > 0 && r.usageMetadata.candidatesTokenCount > 0, `usage: ${short(r.usageMetadata)}`);
+}
+
+async function generateStream(t, model) {
+  const s = await client(t).models.generateContentStream({ model, contents: 'Say hello.' });
+  let text = '';
+  let chunks = 0;
+  let finish;
+  let usage;
+  for await (const r of s) {
+    chunks++;
+    text += r.text || '';
+    const c = r.candidates && r.candidates[0];
+    if (c && c.finishReason) finish = c.finishReason;
+    if (r.usageMetadata) usage = r.usageMetadata;
+  }
+  check(chunks > 0 && text !== '', `no streamed text in ${chunks} chunks`);
+  check(finish === 'STOP', `finishReason ${finish}`);
+  check(usage && usage.candidatesTokenCount > 0, `usage: ${short(usage)}`);
+}
+
+async function tools(t, model) {
+  const c = client(t);
+  const config = { tools: [{ functionDeclarations: [weather] }] };
+  const contents = [{ role: 'user', parts: [{ text: ASK_TOOL }] }];
+  const r = await c.models.generateContent({ model, contents, config });
+  const calls = r.functionCalls || [];
+  check(calls.length > 0, `no functionCall: ${short(r.candidates)}`);
+  const call = calls[0];
+  check(call.name === 'get_weather' && call.args && typeof call.args.city === 'string', `call: ${short(call)}`);
+  contents.push(r.candidates[0].content);
+  contents.push({ role: 'user', parts: [{ functionResponse: { id: call.id, name: call.name, response: { temperature_c: 18 } } }] });
+  const r2 = await c.models.generateContent({ model, contents, config });
+  check(r2.text && r2.text !== '' && !(r2.functionCalls && r2.functionCalls.length), `after the function response: ${short(r2.candidates)}`);
+}
+
+// cases: t.gemini = model or null.
+export function cases(ctx, t) {
+  const m = t.gemini;
+  if (!m) return [];
+  return [
+    { name: `genai-sdk/${t.name}/generate`, run: () => generate(t, m) },
+    { name: `genai-sdk/${t.name}/generate-stream`, run: () => generateStream(t, m) },
+    { name: `genai-sdk/${t.name}/tools`, run: () => tools(t, m) },
+  ];
+}
