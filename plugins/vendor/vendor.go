@@ -1,6 +1,6 @@
 // Package vendor is the public Go face of a vendor plugin: the interface a
 // vendor implements and the types that cross the plugin boundary. The gRPC
-// transport (proto/vendor/v1) is converted to and from these types here, so
+// transport (proto/vendorplugin/v1) is converted to and from these types here, so
 // vendors and the host never touch generated code.
 package vendor
 

@@ -7,7 +7,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: proto/vendor/v1/vendor.proto
+// source: proto/vendorplugin/v1/vendor.proto
 
 package vendorv1
 
@@ -252,5 +252,5 @@ var Vendor_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 		},
 	},
-	Metadata: "proto/vendor/v1/vendor.proto",
+	Metadata: "proto/vendorplugin/v1/vendor.proto",
 }

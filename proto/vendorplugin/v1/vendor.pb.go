@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: proto/vendor/v1/vendor.proto
+// source: proto/vendorplugin/v1/vendor.proto
 
 package vendorv1
 
@@ -73,11 +73,11 @@ func (x FailureKind) String() string {
 }
 
 func (FailureKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_proto_vendor_v1_vendor_proto_enumTypes[0].Descriptor()
+	return file_proto_vendorplugin_v1_vendor_proto_enumTypes[0].Descriptor()
 }
 
 func (FailureKind) Type() protoreflect.EnumType {
-	return &file_proto_vendor_v1_vendor_proto_enumTypes[0]
+	return &file_proto_vendorplugin_v1_vendor_proto_enumTypes[0]
 }
 
 func (x FailureKind) Number() protoreflect.EnumNumber {
@@ -86,7 +86,7 @@ func (x FailureKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailureKind.Descriptor instead.
 func (FailureKind) EnumDescriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{0}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{0}
 }
 
 type DescribeRequest struct {
@@ -97,7 +97,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[0]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -109,7 +109,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[0]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -122,7 +122,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{0}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{0}
 }
 
 type DescribeResponse struct {
@@ -139,7 +139,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[1]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +151,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[1]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +164,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{1}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -209,7 +209,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[2]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +221,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[2]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +234,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{2}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Channel) GetName() string {
@@ -283,7 +283,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +295,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +308,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{3}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ConfigureRequest) GetChannels() []*Channel {
@@ -333,7 +333,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +345,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +358,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{4}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
 }
 
 type ChatRequest struct {
@@ -387,7 +387,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -399,7 +399,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -412,7 +412,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{5}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ChatRequest) GetChannel() string {
@@ -495,7 +495,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +507,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +520,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Failure) GetKind() FailureKind {
@@ -552,7 +552,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +564,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +577,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ChatResponse) GetStatus() int32 {
@@ -620,7 +620,7 @@ type Head struct {
 
 func (x *Head) Reset() {
 	*x = Head{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +632,7 @@ func (x *Head) String() string {
 func (*Head) ProtoMessage() {}
 
 func (x *Head) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +645,7 @@ func (x *Head) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Head.ProtoReflect.Descriptor instead.
 func (*Head) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Head) GetStatus() int32 {
@@ -681,7 +681,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +693,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +706,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{9}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetEvent() string {
@@ -737,7 +737,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +749,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendor_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +762,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_proto_vendor_v1_vendor_proto_rawDescGZIP(), []int{10}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StreamFrame) GetFrame() isStreamFrame_Frame {
@@ -821,11 +821,11 @@ func (*StreamFrame_Event) isStreamFrame_Frame() {}
 
 func (*StreamFrame_Failure) isStreamFrame_Frame() {}
 
-var File_proto_vendor_v1_vendor_proto protoreflect.FileDescriptor
+var File_proto_vendorplugin_v1_vendor_proto protoreflect.FileDescriptor
 
-const file_proto_vendor_v1_vendor_proto_rawDesc = "" +
+const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\n" +
-	"\x1cproto/vendor/v1/vendor.proto\x12\x12tollgate.vendor.v1\"\x11\n" +
+	"\"proto/vendorplugin/v1/vendor.proto\x12\x12tollgate.vendor.v1\"\x11\n" +
 	"\x0fDescribeRequest\"z\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -903,23 +903,23 @@ const file_proto_vendor_v1_vendor_proto_rawDesc = "" +
 	"\tConfigure\x12$.tollgate.vendor.v1.ConfigureRequest\x1a%.tollgate.vendor.v1.ConfigureResponse\x12I\n" +
 	"\x04Chat\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a .tollgate.vendor.v1.ChatResponse\x12P\n" +
 	"\n" +
-	"ChatStream\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a\x1f.tollgate.vendor.v1.StreamFrame0\x01B:Z8github.com/tollgate-gw/tollgate/proto/vendor/v1;vendorv1b\x06proto3"
+	"ChatStream\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a\x1f.tollgate.vendor.v1.StreamFrame0\x01B@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
 
 var (
-	file_proto_vendor_v1_vendor_proto_rawDescOnce sync.Once
-	file_proto_vendor_v1_vendor_proto_rawDescData []byte
+	file_proto_vendorplugin_v1_vendor_proto_rawDescOnce sync.Once
+	file_proto_vendorplugin_v1_vendor_proto_rawDescData []byte
 )
 
-func file_proto_vendor_v1_vendor_proto_rawDescGZIP() []byte {
-	file_proto_vendor_v1_vendor_proto_rawDescOnce.Do(func() {
-		file_proto_vendor_v1_vendor_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_proto_vendor_v1_vendor_proto_rawDesc), len(file_proto_vendor_v1_vendor_proto_rawDesc)))
+func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
+	file_proto_vendorplugin_v1_vendor_proto_rawDescOnce.Do(func() {
+		file_proto_vendorplugin_v1_vendor_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)))
 	})
-	return file_proto_vendor_v1_vendor_proto_rawDescData
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescData
 }
 
-var file_proto_vendor_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendor_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
-var file_proto_vendor_v1_vendor_proto_goTypes = []any{
+var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(FailureKind)(0),          // 0: tollgate.vendor.v1.FailureKind
 	(*DescribeRequest)(nil),   // 1: tollgate.vendor.v1.DescribeRequest
 	(*DescribeResponse)(nil),  // 2: tollgate.vendor.v1.DescribeResponse
@@ -938,7 +938,7 @@ var file_proto_vendor_v1_vendor_proto_goTypes = []any{
 	nil,                       // 15: tollgate.vendor.v1.ChatResponse.HeadersEntry
 	nil,                       // 16: tollgate.vendor.v1.Head.HeadersEntry
 }
-var file_proto_vendor_v1_vendor_proto_depIdxs = []int32{
+var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
 	12, // 0: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
 	3,  // 1: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
 	13, // 2: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
@@ -965,12 +965,12 @@ var file_proto_vendor_v1_vendor_proto_depIdxs = []int32{
 	0,  // [0:11] is the sub-list for field type_name
 }
 
-func init() { file_proto_vendor_v1_vendor_proto_init() }
-func file_proto_vendor_v1_vendor_proto_init() {
-	if File_proto_vendor_v1_vendor_proto != nil {
+func init() { file_proto_vendorplugin_v1_vendor_proto_init() }
+func file_proto_vendorplugin_v1_vendor_proto_init() {
+	if File_proto_vendorplugin_v1_vendor_proto != nil {
 		return
 	}
-	file_proto_vendor_v1_vendor_proto_msgTypes[10].OneofWrappers = []any{
+	file_proto_vendorplugin_v1_vendor_proto_msgTypes[10].OneofWrappers = []any{
 		(*StreamFrame_Head)(nil),
 		(*StreamFrame_Event)(nil),
 		(*StreamFrame_Failure)(nil),
@@ -979,18 +979,18 @@ func file_proto_vendor_v1_vendor_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendor_v1_vendor_proto_rawDesc), len(file_proto_vendor_v1_vendor_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_proto_vendor_v1_vendor_proto_goTypes,
-		DependencyIndexes: file_proto_vendor_v1_vendor_proto_depIdxs,
-		EnumInfos:         file_proto_vendor_v1_vendor_proto_enumTypes,
-		MessageInfos:      file_proto_vendor_v1_vendor_proto_msgTypes,
+		GoTypes:           file_proto_vendorplugin_v1_vendor_proto_goTypes,
+		DependencyIndexes: file_proto_vendorplugin_v1_vendor_proto_depIdxs,
+		EnumInfos:         file_proto_vendorplugin_v1_vendor_proto_enumTypes,
+		MessageInfos:      file_proto_vendorplugin_v1_vendor_proto_msgTypes,
 	}.Build()
-	File_proto_vendor_v1_vendor_proto = out.File
-	file_proto_vendor_v1_vendor_proto_goTypes = nil
-	file_proto_vendor_v1_vendor_proto_depIdxs = nil
+	File_proto_vendorplugin_v1_vendor_proto = out.File
+	file_proto_vendorplugin_v1_vendor_proto_goTypes = nil
+	file_proto_vendorplugin_v1_vendor_proto_depIdxs = nil
 }

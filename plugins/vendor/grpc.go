@@ -1,0 +1,216 @@
+package vendor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	vendorv1 "github.com/tollgate-gw/tollgate/proto/vendorplugin/v1"
+)
+
+// Handshake is what host and plugin check before talking: a plugin built
+// for another protocol version or another program is refused.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "TOLLGATE_PLUGIN",
+	MagicCookieValue: "vendor-v1-8b1f9c2e",
+}
+
+// PluginName is the name the vendor service is dispensed under.
+const PluginName = "vendor"
+
+// MaxMessage is the largest gRPC message either side accepts (chat bodies
+// may be 32 MB).
+const MaxMessage = 64 << 20
+
+// GRPCPlugin connects go-plugin to the Vendor interface.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl Vendor // set on the plugin side only
+}
+
+// GRPCServer registers the plugin's implementation.
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	vendorv1.RegisterVendorServer(s, &grpcServer{impl: p.Impl})
+	return nil
+}
+
+// GRPCClient returns a Vendor that calls the plugin.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &grpcClient{c: vendorv1.NewVendorClient(c)}, nil
+}
+
+// grpcServer is the plugin side: gRPC calls to the Vendor implementation.
+type grpcServer struct {
+	vendorv1.UnimplementedVendorServer
+	impl Vendor
+}
+
+func (s *grpcServer) Describe(ctx context.Context, _ *vendorv1.DescribeRequest) (*vendorv1.DescribeResponse, error) {
+	d, err := s.impl.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &vendorv1.DescribeResponse{Name: d.Name, Protocols: d.Protocols, Families: d.Families, Version: d.Version}, nil
+}
+
+func (s *grpcServer) Configure(ctx context.Context, req *vendorv1.ConfigureRequest) (*vendorv1.ConfigureResponse, error) {
+	cfg := Config{Settings: req.GetSettings()}
+	for _, ch := range req.GetChannels() {
+		cfg.Channels = append(cfg.Channels, Channel{
+			Name: ch.GetName(), BaseURL: ch.GetBaseUrl(), APIKey: ch.GetApiKey(),
+			Protocols: ch.GetProtocols(), Settings: ch.GetSettings(),
+		})
+	}
+	if err := s.impl.Configure(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return &vendorv1.ConfigureResponse{}, nil
+}
+
+func (s *grpcServer) Chat(ctx context.Context, req *vendorv1.ChatRequest) (*vendorv1.ChatResponse, error) {
+	resp, err := s.impl.Chat(ctx, fromProtoRequest(req))
+	var f *Failure
+	if errors.As(err, &f) {
+		return &vendorv1.ChatResponse{Failure: toProtoFailure(f)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &vendorv1.ChatResponse{Status: int32(resp.Status), Body: resp.Body, Headers: resp.Headers}, nil
+}
+
+// streamSink sends each part of the stream as one frame.
+type streamSink struct {
+	s   vendorv1.Vendor_ChatStreamServer
+	ev  vendorv1.Event
+	fr  vendorv1.StreamFrame
+	evf vendorv1.StreamFrame_Event
+}
+
+func (k *streamSink) Head(h Head) error {
+	return k.s.Send(&vendorv1.StreamFrame{Frame: &vendorv1.StreamFrame_Head{Head: &vendorv1.Head{
+		Status: int32(h.Status), Headers: h.Headers, Body: h.Body,
+	}}})
+}
+
+func (k *streamSink) Event(e Event) error {
+	// One frame value reused per stream: Send marshals before it returns.
+	k.ev.Event, k.ev.Data = e.Name, e.Data
+	k.evf.Event = &k.ev
+	k.fr.Frame = &k.evf
+	return k.s.Send(&k.fr)
+}
+
+func (s *grpcServer) ChatStream(req *vendorv1.ChatRequest, stream vendorv1.Vendor_ChatStreamServer) error {
+	err := s.impl.ChatStream(stream.Context(), fromProtoRequest(req), &streamSink{s: stream})
+	var f *Failure
+	if errors.As(err, &f) {
+		return stream.Send(&vendorv1.StreamFrame{Frame: &vendorv1.StreamFrame_Failure{Failure: toProtoFailure(f)}})
+	}
+	return err
+}
+
+// grpcClient is the host side: a Vendor whose calls go to the plugin.
+type grpcClient struct {
+	c vendorv1.VendorClient
+}
+
+var maxCall = []grpc.CallOption{grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)}
+
+func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
+	r, err := c.c.Describe(ctx, &vendorv1.DescribeRequest{})
+	if err != nil {
+		return Description{}, err
+	}
+	return Description{Name: r.GetName(), Protocols: r.GetProtocols(), Families: r.GetFamilies(), Version: r.GetVersion()}, nil
+}
+
+func (c *grpcClient) Configure(ctx context.Context, cfg Config) error {
+	req := &vendorv1.ConfigureRequest{Settings: cfg.Settings}
+	for _, ch := range cfg.Channels {
+		req.Channels = append(req.Channels, &vendorv1.Channel{
+			Name: ch.Name, BaseUrl: ch.BaseURL, ApiKey: ch.APIKey, Protocols: ch.Protocols, Settings: ch.Settings,
+		})
+	}
+	_, err := c.c.Configure(ctx, req, maxCall...)
+	return err
+}
+
+func (c *grpcClient) Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error) {
+	r, err := c.c.Chat(ctx, toProtoRequest(req), maxCall...)
+	if err != nil {
+		return nil, err
+	}
+	if f := r.GetFailure(); f != nil {
+		return nil, fromProtoFailure(f)
+	}
+	return &ChatResponse{Status: int(r.GetStatus()), Body: r.GetBody(), Headers: r.GetHeaders()}, nil
+}
+
+func (c *grpcClient) ChatStream(ctx context.Context, req *ChatRequest, sink Sink) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.c.ChatStream(ctx, toProtoRequest(req), maxCall...)
+	if err != nil {
+		return err
+	}
+	var fr vendorv1.StreamFrame
+	for {
+		fr.Reset()
+		if err := stream.RecvMsg(&fr); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		switch f := fr.Frame.(type) {
+		case *vendorv1.StreamFrame_Head:
+			h := f.Head
+			if err := sink.Head(Head{Status: int(h.GetStatus()), Headers: h.GetHeaders(), Body: h.GetBody()}); err != nil {
+				return err // cancel ends the plugin's upstream call
+			}
+		case *vendorv1.StreamFrame_Event:
+			if err := sink.Event(Event{Name: f.Event.GetEvent(), Data: f.Event.GetData()}); err != nil {
+				return err
+			}
+		case *vendorv1.StreamFrame_Failure:
+			return fromProtoFailure(f.Failure)
+		}
+	}
+}
+
+func toProtoRequest(r *ChatRequest) *vendorv1.ChatRequest {
+	return &vendorv1.ChatRequest{
+		Channel: r.Channel, Protocol: r.Protocol, Model: r.Model, Body: r.Body, Stream: r.Stream,
+		Headers: r.Headers, TimeoutMs: r.Timeout.Milliseconds(), RequestId: r.RequestID,
+		Operation: r.Operation, IdleTimeoutMs: r.IdleTimeout.Milliseconds(),
+	}
+}
+
+func fromProtoRequest(r *vendorv1.ChatRequest) *ChatRequest {
+	return &ChatRequest{
+		Channel: r.GetChannel(), Protocol: r.GetProtocol(), Model: r.GetModel(), Body: r.GetBody(),
+		Stream: r.GetStream(), Headers: r.GetHeaders(), Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond,
+		IdleTimeout: time.Duration(r.GetIdleTimeoutMs()) * time.Millisecond, RequestID: r.GetRequestId(),
+		Operation: r.GetOperation(),
+	}
+}
+
+func toProtoFailure(f *Failure) *vendorv1.Failure {
+	return &vendorv1.Failure{Kind: vendorv1.FailureKind(f.Kind), Message: f.Message}
+}
+
+func fromProtoFailure(f *vendorv1.Failure) *Failure {
+	return &Failure{Kind: FailureKind(f.GetKind()), Message: f.GetMessage()}
+}
+
+var (
+	_ Vendor                   = (*grpcClient)(nil)
+	_ vendorv1.VendorServer    = (*grpcServer)(nil)
+	_ plugin.GRPCPlugin        = (*GRPCPlugin)(nil)
+)
