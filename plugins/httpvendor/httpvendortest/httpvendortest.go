@@ -5,11 +5,14 @@
 package httpvendortest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,4 +154,50 @@ func Kind(err error) vendor.FailureKind {
 		return f.Kind
 	}
 	return -1
+}
+
+// ClientHeaders are headers a client of the gateway sends (its own key,
+// version pins, SDK and session headers). A plugin given them in
+// ChatRequest.Headers must not pass any of them on, except what its vendor
+// needs (anthropic-beta to Anthropic).
+func ClientHeaders() map[string]string {
+	return map[string]string{
+		"authorization":            "Bearer sk-tollgate-client",
+		"x-api-key":                "sk-tollgate-client",
+		"x-goog-api-key":           "sk-tollgate-client",
+		"x-tollgate-api-key":       "sk-tollgate-client",
+		"anthropic-version":        "2099-01-01",
+		"anthropic-beta":           "prompt-caching-2024-07-31",
+		"user-agent":               "claude-cli/2.0 (external, cli)",
+		"x-stainless-os":           "Linux",
+		"session_id":               "sess-1",
+		"x-claude-code-session-id": "sess-2",
+		"openai-organization":      "org-client",
+		"cookie":                   "a=b",
+		"x-request-id":             "client-req",
+	}
+}
+
+// NoClientHeaders fails when h carries a client header value, other than
+// the names in allowed.
+func NoClientHeaders(t testing.TB, h http.Header, allowed ...string) {
+	t.Helper()
+	for name, val := range ClientHeaders() {
+		if slices.Contains(allowed, name) {
+			continue
+		}
+		for _, got := range h.Values(name) {
+			if got == val || strings.Contains(got, "tollgate-client") || strings.Contains(got, "claude-cli") {
+				t.Errorf("client header %s: %q reached the upstream", name, got)
+			}
+		}
+	}
+}
+
+// Configure configures v with the one channel ch, failing the test on error.
+func Configure(t testing.TB, v vendor.Vendor, ch vendor.Channel) {
+	t.Helper()
+	if err := v.Configure(context.Background(), vendor.Config{Channels: []vendor.Channel{ch}}); err != nil {
+		t.Fatal(err)
+	}
 }
