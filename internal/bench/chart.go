@@ -51,9 +51,9 @@ var (
 	colBackground = color.RGBA{255, 255, 255, 255}
 	colAxis       = color.RGBA{60, 60, 60, 255}
 	colText       = color.RGBA{20, 20, 20, 255}
-	colWithin     = color.RGBA{46, 139, 87, 255}  // within budget
-	colOver       = color.RGBA{205, 92, 60, 255}  // over budget
-	colBudget     = color.RGBA{200, 30, 30, 255}  // budget marks
+	colWithin     = color.RGBA{46, 139, 87, 255}   // within budget
+	colOver       = color.RGBA{205, 92, 60, 255}   // over budget
+	colBudget     = color.RGBA{200, 30, 30, 255}   // budget marks
 	colSubtle     = color.RGBA{120, 120, 120, 255} // footnote
 )
 
@@ -96,7 +96,7 @@ func drawPanel(img *image.RGBA, x0 int, p Panel) {
 		return
 	}
 	slot := (right - left) / len(p.Bars)
-	barW := slot * 5 / 10
+	barW := slot * 4 / 10
 	height := func(v float64) int {
 		if v <= 0 {
 			return 0
@@ -112,23 +112,28 @@ func drawPanel(img *image.RGBA, x0 int, p Panel) {
 			col = colOver
 		}
 		fill(img, image.Rect(bx, plotBot-h, bx+barW, plotBot), col)
-		val := fmt.Sprintf("%.0f", b.Value)
-		drawText(img, bx+(barW-textWidth(val, 2))/2, plotBot-h-20, val, 2, colText)
+		labelY := plotBot - h - 20
 		if b.Budget > 0 {
 			by := plotBot - height(b.Budget)
 			for x := sx + 6; x < sx+slot-6; x += 8 {
 				fill(img, image.Rect(x, by-1, x+5, by+1), colBudget)
 			}
-			lbl := fmt.Sprintf("budget %.0f", b.Budget)
-			drawText(img, sx+slot-6-textWidth(lbl, 1), by-10, lbl, 1, colBudget)
+			// The budget's number sits right of the bar, clear of its label.
+			lbl := fmt.Sprintf("%.0f", b.Budget)
+			drawText(img, bx+barW+6, by-10, lbl, 1, colBudget)
+			if labelY < by+4 && labelY+14 > by-4 {
+				labelY = by - 20
+			}
 		}
+		val := fmt.Sprintf("%.0f", b.Value)
+		drawText(img, bx+(barW-textWidth(val, 2))/2, labelY, val, 2, colText)
 		drawText(img, sx+(slot-textWidth(b.Label, 1))/2, plotBot+12, b.Label, 1, colText)
 	}
 }
 
 // WriteChart renders r's chart as a PNG file.
 func WriteChart(r *Results, path string) error {
-	foot := fmt.Sprintf("tollgate-bench %s, %d cpu, %s windows x %d rounds; bars: green within budget, red over",
+	foot := fmt.Sprintf("tollgate-bench %s, %d cpu, %s windows x %d rounds. bars green within budget, red over; dashed line: budget",
 		r.Machine.Date.UTC().Format("2006-01-02"), r.Machine.NProc, r.Window, r.Rounds)
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, RenderChart(ChartPanels(r), foot)); err != nil {
