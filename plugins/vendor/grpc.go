@@ -210,7 +210,7 @@ func fromProtoFailure(f *vendorv1.Failure) *Failure {
 }
 
 var (
-	_ Vendor                   = (*grpcClient)(nil)
-	_ vendorv1.VendorServer    = (*grpcServer)(nil)
-	_ plugin.GRPCPlugin        = (*GRPCPlugin)(nil)
+	_ Vendor                = (*grpcClient)(nil)
+	_ vendorv1.VendorServer = (*grpcServer)(nil)
+	_ plugin.GRPCPlugin     = (*GRPCPlugin)(nil)
 )
