@@ -40,7 +40,10 @@ fuzz:
 	@./.ci/fuzz.sh $(FUZZTIME)
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-upstream ./cmd/tollgate-upstream
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-bench ./cmd/tollgate-bench
+	./$(BIN)/tollgate-bench --bin $(BIN) --duration $(or $(BENCH_DURATION),5s) --out bench-results --check $(BENCH_FLAGS); \
+		st=$$?; $(GO) test -run '^$$' -bench . -benchmem ./... || st=1; exit $$st
 
 proto:
 	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler)
