@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,5 +147,61 @@ func TestFirstStartPrintsADemoKeyThatWorks(t *testing.T) {
 	g2 := testgw.Start(t, testgw.Options{DataDir: dir})
 	if strings.Contains(g2.Output(), "sk-tollgate-") {
 		t.Fatal("the demo key was printed again")
+	}
+}
+
+// A plugin process that dies mid-call: the call in flight gets 502
+// upstream_unreachable, its hold is released, and the host restarts the
+// plugin so the next call succeeds.
+func TestPluginCrashIs502AndRestarts(t *testing.T) {
+	g, acct, key := startDefault(t)
+	plugins := childrenOf(t, g.Cmd.Process.Pid)
+	if len(plugins) == 0 {
+		t.Fatal("no plugin process")
+	}
+	done := make(chan call, 1)
+	go func() {
+		done <- do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "slowly [sim:latency=30s]", ""))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, held := g.Balance(acct); held != "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never got under way")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the call is now inside the plugin
+	for _, pid := range plugins {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	var c call
+	select {
+	case c = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call in flight did not end when its plugin died")
+	}
+	if code, _, _ := c.errorOf(t); c.Status != 502 || code != "upstream_unreachable" {
+		t.Fatalf("call in flight: %d %s", c.Status, c.Body)
+	}
+	if bal, held := g.Balance(acct); bal != "121.32" || held != "0" {
+		t.Fatalf("balance %s held %s after the crash", bal, held)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "are you back?", ""))
+		if c.Status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin did not come back: %d %s", c.Status, c.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rows := logsOf(t, g, key)
+	if rows[len(rows)-1]["status"] != "error" || rows[len(rows)-1]["error_code"] != "upstream_unreachable" {
+		t.Fatalf("row of the crashed call: %v", rows[len(rows)-1])
 	}
 }
