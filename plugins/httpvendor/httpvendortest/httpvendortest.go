@@ -5,6 +5,7 @@
 package httpvendortest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -49,6 +50,7 @@ func NewUpstream(t testing.TB, h http.HandlerFunc) *Upstream {
 			Header: r.Header.Clone(), Body: body,
 		})
 		u.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h(w, r)
 	}))
 	u.Config.ConnState = func(_ net.Conn, s http.ConnState) {
