@@ -70,7 +70,7 @@ func (r *route) Build(req *vendor.ChatRequest, h http.Header) (string, error) {
 	}
 	h["X-Api-Key"] = r.key
 	h["Anthropic-Version"] = version
-	if beta := req.Headers["anthropic-beta"]; beta != "" {
+	if beta := req.Headers["anthropic-beta"]; beta != "" && printable(beta) {
 		h["Anthropic-Beta"] = []string{beta}
 	}
 	switch req.Operation {
@@ -80,4 +80,15 @@ func (r *route) Build(req *vendor.ChatRequest, h http.Header) (string, error) {
 		return r.countTokens, nil
 	}
 	return "", fmt.Errorf("operation %q is not offered by anthropic", req.Operation)
+}
+
+// printable refuses a value the transport would reject (control bytes),
+// so a bad client header drops the header instead of failing the call.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

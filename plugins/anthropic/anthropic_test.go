@@ -44,6 +44,8 @@ func TestWire(t *testing.T) {
 		{desc: "count_tokens", op: vendor.OpCountTokens, path: "/v1/messages/count_tokens",
 			headers: map[string]string{"anthropic-beta": "token-counting-2024-11-01"}, beta: "token-counting-2024-11-01"},
 		{desc: "empty anthropic-beta is not sent", path: "/v1/messages", headers: map[string]string{"anthropic-beta": ""}},
+		{desc: "anthropic-beta with a control byte is dropped", path: "/v1/messages",
+			headers: map[string]string{"anthropic-beta": "a\r\nX-Injected: 1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
