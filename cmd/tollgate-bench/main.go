@@ -45,6 +45,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	// Made first, so a bad --out fails before minutes of measuring.
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(stderr, "tollgate-bench:", err)
+		return 1
+	}
 	var res *bench.Results
 	if *fromJSON != "" {
 		r, err := bench.ReadJSON(*fromJSON)
@@ -72,10 +77,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		res = r
 	}
 
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintln(stderr, "tollgate-bench:", err)
-		return 1
-	}
 	if err := write(res, *out, stdout, *fromJSON == ""); err != nil {
 		fmt.Fprintln(stderr, "tollgate-bench:", err)
 		return 1

@@ -73,13 +73,14 @@ func TestRunBadArgs(t *testing.T) {
 		{desc: "unknown flag", args: []string{"--nope"}, want: 2},
 		{desc: "stray argument", args: []string{"extra"}, want: 2},
 		{desc: "absent results file", args: []string{"--from-json", "/nonexistent/latest.json"}, want: 1},
-		{desc: "missing binaries", args: []string{"--bin", "/nonexistent", "--duration", "100ms", "--out", "/nonexistent-out"}, want: 1},
+		{desc: "missing binaries", args: []string{"--bin", "/nonexistent", "--duration", "100ms"}, want: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			var out, errOut bytes.Buffer
-			if code := run(tc.args, &out, &errOut); code != tc.want {
+			args := append([]string{"--out", t.TempDir()}, tc.args...)
+			if code := run(args, &out, &errOut); code != tc.want {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.want, errOut.String())
 			}
 		})

@@ -398,7 +398,7 @@ func (e *env) profile(ctx context.Context, cases []Case, client *http.Client) ([
 				return nil, fmt.Errorf("cpu profile: %w", g.err)
 			}
 			path := perCase(e.o.CPUProfile, c.Name)
-			if err := os.WriteFile(path, g.b, 0o644); err != nil {
+			if err := writeFile(path, g.b); err != nil {
 				return nil, err
 			}
 			files = append(files, path)
@@ -409,13 +409,21 @@ func (e *env) profile(ctx context.Context, cases []Case, client *http.Client) ([
 				return nil, fmt.Errorf("allocs profile: %w", err)
 			}
 			path := perCase(e.o.MemProfile, c.Name)
-			if err := os.WriteFile(path, b, 0o644); err != nil {
+			if err := writeFile(path, b); err != nil {
 				return nil, err
 			}
 			files = append(files, path)
 		}
 	}
 	return files, nil
+}
+
+// writeFile writes b to path, creating its directory.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // perCase inserts "-name" before path's extension.
