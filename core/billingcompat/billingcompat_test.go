@@ -5,64 +5,60 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
-
-// memStore implements the three store methods the billing endpoints read,
-// with the interface's semantics; the rest stays on the nil embedded interface.
-type memStore struct {
-	store.Store
-	wallet store.Wallet
-	rows   []store.LogRow
-}
-
-func (m *memStore) GetWallet(_ context.Context, id string) (store.Wallet, error) {
-	if id != m.wallet.AccountID {
-		return store.Wallet{}, store.ErrNotFound
-	}
-	return m.wallet, nil
-}
-
-func (m *memStore) KeyUsage(_ context.Context, keyID string) (money.Nano, error) {
-	var n money.Nano
-	for _, r := range m.rows {
-		if r.KeyID == keyID {
-			n += r.Cost
-		}
-	}
-	return n, nil
-}
-
-func (m *memStore) ScanLogs(_ context.Context, q store.LogQuery, fn func(store.LogRow) bool) error {
-	for _, r := range m.rows {
-		if r.AccountID != q.AccountID || (q.KeyID != "" && r.KeyID != q.KeyID) ||
-			r.CreatedAt.Before(q.From) || !r.CreatedAt.Before(q.To) {
-			continue
-		}
-		if !fn(r) {
-			break
-		}
-	}
-	return nil
-}
 
 var now = time.Date(2025, 6, 18, 12, 0, 0, 0, time.UTC)
 
-func fixture() (*Handler, store.Key) {
+// fixture is account a1 on the real Badger store (in memory): four
+// settled calls (k1 three, k2 one), then balance 100 with 10.5 held.
+func fixture(t *testing.T) (*Handler, store.Key) {
+	t.Helper()
+	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	ctx := context.Background()
 	day := func(d int) time.Time { return time.Date(2025, 6, d, 10, 0, 0, 0, time.UTC) }
-	st := &memStore{
-		wallet: store.Wallet{AccountID: "a1", Balance: money.MustParse("100"), Held: money.MustParse("10.5")},
-		rows: []store.LogRow{
-			{AccountID: "a1", KeyID: "k1", CreatedAt: day(1), Cost: money.MustParse("1.25")},
-			{AccountID: "a1", KeyID: "k1", CreatedAt: day(10), Cost: money.MustParse("0.000000001")},
-			{AccountID: "a1", KeyID: "k1", CreatedAt: day(18), Cost: money.MustParse("2")},
-			{AccountID: "a1", KeyID: "k2", CreatedAt: day(10), Cost: money.MustParse("7")},
-		},
+	calls := []struct {
+		key  string
+		at   time.Time
+		cost string
+	}{
+		{"k1", day(1), "1.25"},
+		{"k1", day(10), "0.000000001"},
+		{"k1", day(18), "2"},
+		{"k2", day(10), "7"},
+	}
+	// The credit covers the calls, so 100 is left after them.
+	if err := st.CreateAccount(ctx, store.Account{ID: "a1", Name: "a1", Status: store.AccountActive, CreatedAt: day(1)},
+		money.MustParse("110.250000001"), "sign-up"); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range calls {
+		cost := money.MustParse(c.cost)
+		hold := store.Hold{ID: "h" + strconv.Itoa(i), AccountID: "a1", KeyID: c.key, Model: "m", Amount: cost, SubmittedAt: c.at}
+		if _, err := st.PlaceHold(ctx, hold); err != nil {
+			t.Fatal(err)
+		}
+		row := &store.LogRow{AccountID: "a1", KeyID: c.key, Model: "m", Status: store.StatusSuccess, CreatedAt: c.at, SubmittedAt: c.at, Cost: cost, RequestID: hold.ID}
+		if err := st.Settle(ctx, store.Settlement{HoldID: hold.ID, Charge: cost, Row: row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.PlaceHold(ctx, store.Hold{ID: "open", AccountID: "a1", KeyID: "k2", Amount: money.MustParse("10.5"), SubmittedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := st.GetWallet(ctx, "a1"); err != nil || w.Balance != money.MustParse("100") || w.Held != money.MustParse("10.5") {
+		t.Fatalf("fixture wallet %+v %v", w, err)
 	}
 	exp := time.Unix(1_900_000_000, 0)
 	return New(st, func() time.Time { return now }), store.Key{ID: "k1", AccountID: "a1", ExpiresAt: &exp}
@@ -75,7 +71,7 @@ func serve(h *Handler, key store.Key, target string) *httptest.ResponseRecorder 
 }
 
 func TestSubscription(t *testing.T) {
-	h, key := fixture()
+	h, key := fixture(t)
 	noExpiry := key
 	noExpiry.ExpiresAt = nil
 	tests := []struct {
@@ -96,8 +92,12 @@ func TestSubscription(t *testing.T) {
 		})
 	}
 	t.Run("negative available balance counts as 0", func(t *testing.T) {
-		h.st.(*memStore).wallet.Held = money.MustParse("150")
-		defer func() { h.st.(*memStore).wallet.Held = money.MustParse("10.5") }()
+		// An admin correction takes the balance below the open hold.
+		ctx := context.Background()
+		if _, err := h.st.Credit(ctx, "a1", money.MustParse("-110"), "correction"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = h.st.Credit(ctx, "a1", money.MustParse("110"), "undo") }()
 		w := serve(h, key, "/v1/dashboard/billing/subscription")
 		if !strings.Contains(w.Body.String(), `"hard_limit_usd":3.250000001`) {
 			t.Fatalf("%s", w.Body)
@@ -106,7 +106,7 @@ func TestSubscription(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	h, key := fixture()
+	h, key := fixture(t)
 	tests := []struct {
 		desc   string
 		query  string
@@ -148,7 +148,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestUnknownPathAndMethod(t *testing.T) {
-	h, key := fixture()
+	h, key := fixture(t)
 	if w := serve(h, key, "/v1/dashboard/billing/credit_grants"); w.Code != 404 {
 		t.Fatalf("%d", w.Code)
 	}

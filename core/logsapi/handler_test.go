@@ -52,14 +52,14 @@ var fixNow = time.Date(2025, 6, 18, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	t     *testing.T
-	st    *memStore
+	st    *countingStore
 	clock *clock
 	h     *Handler
 }
 
 func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
-	f := &fixture{t: t, st: newMemStore(), clock: newClock(fixNow)}
+	f := &fixture{t: t, st: newTestStore(t), clock: newClock(fixNow)}
 	f.h = New(f.st, ratelimit.NewPerKey(1_000_000, time.Minute, f.clock.Now), f.clock.Now, nil, opts...)
 	return f
 }
@@ -81,7 +81,7 @@ func (f *fixture) seed(key store.Key, ago time.Duration, mod func(*store.LogRow)
 	if err := f.st.Settle(context.Background(), store.Settlement{Row: &row}); err != nil {
 		f.t.Fatal(err)
 	}
-	return f.st.nextID
+	return row.ID // Settle sets the id the store gave the row
 }
 
 func (f *fixture) get(key store.Key, target string) *httptest.ResponseRecorder {
@@ -755,10 +755,23 @@ func TestExportCSV(t *testing.T) {
 
 func TestExportTruncatedAt10000(t *testing.T) {
 	f := newFixture(t)
-	for i := 0; i < ExportMaxRows+1; i++ {
-		row := store.LogRow{AccountID: "a1", KeyID: "k1", CreatedAt: fixNow.Add(-time.Duration(i+1) * time.Second), Status: store.StatusSuccess}
-		_ = f.st.Settle(context.Background(), store.Settlement{Row: &row})
+	// Concurrent writers let the store group-commit the 10,001 rows.
+	const workers = 8
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < ExportMaxRows+1; i += workers {
+				row := store.LogRow{AccountID: "a1", KeyID: "k1", CreatedAt: fixNow.Add(-time.Duration(i+1) * time.Second), Status: store.StatusSuccess}
+				if err := f.st.Settle(context.Background(), store.Settlement{Row: &row}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	w := f.get(keyOwn, "/v1/logs/export.csv")
 	if w.Header().Get("x-truncated") != "true" {
 		t.Fatal("x-truncated not set")
@@ -775,8 +788,7 @@ func TestExportTruncatedAt10000(t *testing.T) {
 
 func TestLogsRateLimit(t *testing.T) {
 	c := newClock(fixNow.Add(15 * time.Second))
-	st := newMemStore()
-	h := New(st, nil, c.Now, nil)
+	h := New(newTestStore(t), nil, c.Now, nil)
 	serve := func(key store.Key, target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.Serve(w, httptest.NewRequest(http.MethodGet, target, nil), key)
@@ -836,7 +848,7 @@ func TestIncrementalSync(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				written[f.lastIDOf(&row, created)] = true
+				written[row.ID] = true
 				mu.Unlock()
 			}
 		}()
@@ -893,20 +905,6 @@ func TestIncrementalSync(t *testing.T) {
 			t.Errorf("row %d seen but not written", id)
 		}
 	}
-}
-
-// lastIDOf finds the id the store gave the row stamped created (the
-// memStore copies rows, so the caller's row does not carry it).
-func (f *fixture) lastIDOf(row *store.LogRow, created time.Time) uint64 {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	for i := len(f.st.rows) - 1; i >= 0; i-- {
-		if f.st.rows[i].CreatedAt.Equal(created) {
-			return f.st.rows[i].ID
-		}
-	}
-	f.t.Fatalf("row %v not stored", row.CreatedAt)
-	return 0
 }
 
 func TestUnknownPathsAndMethods(t *testing.T) {
