@@ -235,6 +235,9 @@ func (e *env) startGateway() error {
 	if err != nil {
 		return err
 	}
+	if len(tree) < 2 {
+		return fmt.Errorf("the gateway (pid %d) runs no plugin process: the bench measures the plugin hop, so tollgate-plugin-openai must be beside tollgate in %s", p.pid(), e.o.BinDir)
+	}
 	fmt.Fprintf(e.o.Log, "gateway on %s (pid %d, %d process(es) with its plugins)\n", e.gatewayURL, p.pid(), len(tree))
 	return nil
 }
@@ -270,28 +273,34 @@ func (e *env) warmUp(ctx context.Context, cases []Case, c *http.Client, conc int
 // caseAcc gathers the windows of one case at one concurrency.
 type caseAcc struct {
 	direct, gateway []Window
-	gatewayCPU      time.Duration
+	// gatewayCPU is the whole tree's; pluginCPU the plugins' share of it.
+	gatewayCPU, pluginCPU time.Duration
 }
 
 func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.Client, acc *caseAcc) error {
 	d := Load(ctx, client, c.Direct, conc, e.o.Window)
-	before, _, err := e.proc.TreeCPU(e.gateway.pid())
+	before, err := e.proc.TreeCPU(e.gateway.pid())
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	g := Load(ctx, client, c.Gateway, conc, e.o.Window)
-	after, _, err := e.proc.TreeCPU(e.gateway.pid())
+	after, err := e.proc.TreeCPU(e.gateway.pid())
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if after.Procs != before.Procs {
+		return fmt.Errorf("case %s: the gateway had %d processes before the window and %d after: a plugin died or restarted (see %s)",
+			c.Name, before.Procs, after.Procs, e.gateway.logf.Name())
+	}
 	acc.direct = append(acc.direct, d)
 	acc.gateway = append(acc.gateway, g)
-	acc.gatewayCPU += after - before
-	fmt.Fprintf(e.o.Log, "c=%-3d round %d %-20s direct %8.0f req/s  gateway %8.0f req/s  gateway cpu %6.0f µs/req%s\n",
-		conc, round, c.Name, rps(d), rps(g), perReq(after-before, g.Requests), errNote(d, g))
+	acc.gatewayCPU += after.Total() - before.Total()
+	acc.pluginCPU += after.Children - before.Children
+	fmt.Fprintf(e.o.Log, "c=%-3d round %d %-20s direct %8.0f req/s  gateway %8.0f req/s  gateway cpu %6.0f µs/req (plugins %3.0f)%s\n",
+		conc, round, c.Name, rps(d), rps(g), perReq(after.Total()-before.Total(), g.Requests), perReq(after.Children-before.Children, g.Requests), errNote(d, g))
 	return nil
 }
 
@@ -355,6 +364,7 @@ func (a *caseAcc) result(c Case, conc int, rss int64) CaseResult {
 		Direct: side(a.direct, c.Streaming), Gateway: side(a.gateway, c.Streaming), PeakRSSBytes: rss,
 	}
 	r.Gateway.CPUPerRequestUS = round1(perReq(a.gatewayCPU, r.Gateway.Requests))
+	r.Gateway.PluginCPUPerRequestUS = round1(perReq(a.pluginCPU, r.Gateway.Requests))
 	r.AddedP50US = round1(r.Gateway.Latency.P50 - r.Direct.Latency.P50)
 	if r.Direct.RPS > 0 {
 		r.ThroughputRatio = float64(int(r.Gateway.RPS/r.Direct.RPS*1000+0.5)) / 1000

@@ -131,18 +131,27 @@ func (p Proc) Tree(root int) ([]Stat, error) {
 	return out, nil
 }
 
-// TreeCPU is the summed CPU time of root and its descendants, and how many
-// processes that covers.
-func (p Proc) TreeCPU(root int) (time.Duration, int, error) {
+// CPUSample is the CPU time of a process tree at one moment.
+type CPUSample struct {
+	Self     time.Duration // the root process (the gateway)
+	Children time.Duration // its descendants (the plugins)
+	Procs    int
+}
+
+// Total is the CPU time of the whole tree.
+func (c CPUSample) Total() time.Duration { return c.Self + c.Children }
+
+// TreeCPU samples the CPU time of root and its descendants.
+func (p Proc) TreeCPU(root int) (CPUSample, error) {
 	tree, err := p.Tree(root)
 	if err != nil {
-		return 0, 0, err
+		return CPUSample{}, err
 	}
-	var sum time.Duration
-	for _, s := range tree {
-		sum += s.CPU()
+	c := CPUSample{Self: tree[0].CPU(), Procs: len(tree)}
+	for _, s := range tree[1:] {
+		c.Children += s.CPU()
 	}
-	return sum, len(tree), nil
+	return c, nil
 }
 
 // TreePeakRSS sums VmHWM over root and its descendants: an upper bound of

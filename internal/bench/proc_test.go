@@ -91,14 +91,15 @@ func TestProcTree(t *testing.T) {
 		desc    string
 		root    int
 		pids    []int
-		cpu     time.Duration
+		self    time.Duration
+		kids    time.Duration
 		rss     int64
 		wantErr bool
 	}{
 		// 100 is the gateway, 101 its plugin, 102 the plugin's child;
 		// 200 is unrelated and must not count.
-		{desc: "gateway with descendants", root: 100, pids: []int{100, 101, 102}, cpu: (300 + 50 + 10) * ClockTick, rss: (40960 + 20480 + 1024) * 1024},
-		{desc: "leaf", root: 102, pids: []int{102}, cpu: 10 * ClockTick, rss: 1024 * 1024},
+		{desc: "gateway with descendants", root: 100, pids: []int{100, 101, 102}, self: 300 * ClockTick, kids: (50 + 10) * ClockTick, rss: (40960 + 20480 + 1024) * 1024},
+		{desc: "leaf", root: 102, pids: []int{102}, self: 10 * ClockTick, rss: 1024 * 1024},
 		{desc: "no such process", root: 999, wantErr: true},
 	}
 	for _, tc := range tests {
@@ -123,9 +124,10 @@ func TestProcTree(t *testing.T) {
 					t.Fatalf("pids = %v, want %v", pids, tc.pids)
 				}
 			}
-			cpu, n, err := p.TreeCPU(tc.root)
-			if err != nil || cpu != tc.cpu || n != len(tc.pids) {
-				t.Fatalf("TreeCPU = %s, %d, %v; want %s, %d", cpu, n, err, tc.cpu, len(tc.pids))
+			cpu, err := p.TreeCPU(tc.root)
+			want := CPUSample{Self: tc.self, Children: tc.kids, Procs: len(tc.pids)}
+			if err != nil || cpu != want || cpu.Total() != tc.self+tc.kids {
+				t.Fatalf("TreeCPU = %+v, %v; want %+v", cpu, err, want)
 			}
 			rss, err := p.TreePeakRSS(tc.root)
 			if err != nil || rss != tc.rss {

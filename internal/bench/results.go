@@ -23,7 +23,9 @@ type Side struct {
 	// CPUPerRequestUS is the CPU time of the gateway and its plugin
 	// processes per request (gateway side only).
 	CPUPerRequestUS float64 `json:"cpu_per_request_us,omitempty"`
-	FirstError      string  `json:"first_error,omitempty"`
+	// PluginCPUPerRequestUS is the plugin processes' part of it.
+	PluginCPUPerRequestUS float64 `json:"plugin_cpu_per_request_us,omitempty"`
+	FirstError            string  `json:"first_error,omitempty"`
 }
 
 // CaseResult compares the gateway with the direct call for one case at
@@ -176,7 +178,7 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, " (%s)", m.CPU)
 	}
 	fmt.Fprintf(&b, ", %s %s/%s; %d round(s) of %s windows per side, interleaved.\n\n", m.GoVersion, m.OS, m.Arch, r.Rounds, r.Window)
-	b.WriteString("| case | c | direct req/s | gateway req/s | ratio | direct p50 / p90 / p99 µs | gateway p50 / p90 / p99 µs | added p50 µs | TTFB p50 direct / gateway µs | gateway CPU µs/req | errors |\n")
+	b.WriteString("| case | c | direct req/s | gateway req/s | ratio | direct p50 / p90 / p99 µs | gateway p50 / p90 / p99 µs | added p50 µs | TTFB p50 direct / gateway µs | gateway CPU µs/req (plugins) | errors |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cases {
 		name := c.Case
@@ -191,11 +193,11 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		if c.Direct.Errors+c.Gateway.Errors > 0 {
 			errs = "**" + errs + "**"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f%% | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f | %.0f | %s | %.0f | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f%% | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f | %.0f | %s | %.0f (%.0f) | %s |\n",
 			name, c.Concurrency, c.Direct.RPS, c.Gateway.RPS, c.ThroughputRatio*100,
 			c.Direct.Latency.P50, c.Direct.Latency.P90, c.Direct.Latency.P99,
 			c.Gateway.Latency.P50, c.Gateway.Latency.P90, c.Gateway.Latency.P99,
-			c.AddedP50US, ttfb, c.Gateway.CPUPerRequestUS, errs)
+			c.AddedP50US, ttfb, c.Gateway.CPUPerRequestUS, c.Gateway.PluginCPUPerRequestUS, errs)
 	}
 	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM): %.1f MB.\n", float64(r.PeakRSS)/(1<<20))
 	if r.Errors > 0 {

@@ -121,7 +121,7 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{
-		"| completions | 1 | 5000 | 2000 | 40% | 180 / 0 / 0 | 300 / 0 / 0 | 120 | – | 0 | 0 |",
+		"| completions | 1 | 5000 | 2000 | 40% | 180 / 0 / 0 | 300 / 0 / 0 | 120 | – | 0 (0) | 0 |",
 		"| stream-20 | 1 |",
 		"900 / 900",
 		"completions (after 1000 log rows)",
