@@ -108,7 +108,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	for _, c := range o.Concurrency {
 		clients[c] = NewClient(c)
 	}
-	e.warmUp(ctx, cases, clients[o.Concurrency[len(o.Concurrency)-1]], o.Concurrency[len(o.Concurrency)-1])
+	for _, conc := range o.Concurrency {
+		e.warmUp(ctx, cases, clients[conc], conc)
+	}
 	for _, conc := range o.Concurrency {
 		acc := make([]*caseAcc, len(cases))
 		for i := range cases {
@@ -261,9 +263,13 @@ func (e *env) probe(ctx context.Context, cases []Case) error {
 	return nil
 }
 
-// warmUp fills connection pools and the gateway's caches; nothing counts.
+// warmUp fills a client's connection pool and the gateway's caches;
+// nothing counts.
 func (e *env) warmUp(ctx context.Context, cases []Case, c *http.Client, conc int) {
 	d := min(time.Second, e.o.Window/2)
+	if conc < 8 {
+		d = min(300*time.Millisecond, d)
+	}
 	for _, cs := range cases {
 		Load(ctx, c, cs.Direct, conc, d)
 		Load(ctx, c, cs.Gateway, conc, d)

@@ -35,7 +35,8 @@ type Window struct {
 // NewClient is a keep-alive client able to hold conc idle connections to
 // one host, so a closed loop never pays for new connections.
 func NewClient(conc int) *http.Client {
-	return &http.Client{Transport: &http.Transport{
+	// The timeout only bounds a hung run; answers here take milliseconds.
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		MaxIdleConns:        conc * 2,
 		MaxIdleConnsPerHost: conc * 2,
 		IdleConnTimeout:     time.Minute,
