@@ -64,13 +64,19 @@ func Find(name, explicit string) (string, error) {
 // Start launches a plugin and configures it. The returned Vendor stays
 // valid across restarts of the process.
 func (h *Host) Start(ctx context.Context, name, path string, cfg vendor.Config) (vendor.Vendor, error) {
-	p := &Plugin{name: name, path: path, cfg: cfg, log: h.log.Named(name), stop: make(chan struct{})}
+	life, cancel := context.WithCancel(context.Background())
+	p := &Plugin{
+		name: name, path: path, cfg: cfg, log: h.log.Named(name),
+		life: life, cancel: cancel, done: make(chan struct{}),
+	}
 	if err := p.launch(ctx); err != nil {
+		cancel()
 		return nil, err
 	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		close(p.done)
 		p.kill()
 		return nil, errors.New("host is closed")
 	}
@@ -87,9 +93,15 @@ func (h *Host) Close() {
 	ps := h.plugins
 	h.plugins = nil
 	h.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, p := range ps {
-		p.kill()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.kill()
+		}()
 	}
+	wg.Wait()
 }
 
 // Plugin is one supervised plugin process, and a vendor.Vendor.
@@ -97,8 +109,9 @@ type Plugin struct {
 	name, path string
 	cfg        vendor.Config
 	log        hclog.Logger
-	stop       chan struct{}
-	stopOnce   sync.Once
+	life       context.Context // ends when the host kills the plugin
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when supervise returns
 
 	mu     sync.RWMutex
 	client *plugin.Client
@@ -136,7 +149,10 @@ func (p *Plugin) launch(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := v.Configure(cctx, p.cfg); err != nil {
+	p.mu.RLock()
+	cfg := p.cfg
+	p.mu.RUnlock()
+	if err := v.Configure(cctx, cfg); err != nil {
 		client.Kill()
 		return fmt.Errorf("configure plugin %s: %w", p.name, err)
 	}
@@ -146,14 +162,16 @@ func (p *Plugin) launch(ctx context.Context) error {
 	return nil
 }
 
-// supervise restarts the process when it exits, with backoff.
+// supervise restarts the process when it exits, with backoff. go-plugin
+// offers no exit notification, so it polls.
 func (p *Plugin) supervise() {
+	defer close(p.done)
 	backoff := 100 * time.Millisecond
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case <-p.stop:
+		case <-p.life.Done():
 			return
 		case <-tick.C:
 		}
@@ -168,11 +186,11 @@ func (p *Plugin) supervise() {
 		p.v = nil
 		p.mu.Unlock()
 		select {
-		case <-p.stop:
+		case <-p.life.Done():
 			return
 		case <-time.After(backoff):
 		}
-		if err := p.launch(context.Background()); err != nil {
+		if err := p.launch(p.life); err != nil {
 			p.log.Error("plugin restart failed", "error", err)
 			backoff = min(backoff*2, 5*time.Second)
 			continue
@@ -182,8 +200,11 @@ func (p *Plugin) supervise() {
 	}
 }
 
+// kill stops supervision, then the process: a restart under way finishes
+// first, so the process it started is killed too.
 func (p *Plugin) kill() {
-	p.stopOnce.Do(func() { close(p.stop) })
+	p.cancel()
+	<-p.done
 	p.mu.Lock()
 	c := p.client
 	p.client, p.v = nil, nil
@@ -214,10 +235,30 @@ func (p *Plugin) transport(c *plugin.Client, err error) error {
 	if errors.As(err, &f) {
 		return err
 	}
-	if c.Exited() {
+	if exited(c) {
 		return &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " exited during the call"}
 	}
 	return &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " failed: " + err.Error()}
+}
+
+// exited reports whether the process is gone, giving it a moment: the
+// connection breaks a little before the process is reaped.
+func exited(c *plugin.Client) bool {
+	for range 25 {
+		if c.Exited() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// ctxFailure is the failure of a call whose context ended.
+func ctxFailure(err error) *vendor.Failure {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &vendor.Failure{Kind: vendor.FailureTimeout, Message: err.Error()}
+	}
+	return &vendor.Failure{Kind: vendor.FailureCanceled, Message: err.Error()}
 }
 
 // Describe asks the plugin what it is.
@@ -250,8 +291,9 @@ func (p *Plugin) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.Cha
 	}
 	resp, err := v.Chat(ctx, req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, &vendor.Failure{Kind: vendor.FailureCanceled, Message: ctx.Err().Error()}
+		var f *vendor.Failure
+		if !errors.As(err, &f) && ctx.Err() != nil {
+			return nil, ctxFailure(ctx.Err())
 		}
 		return nil, p.transport(c, err)
 	}
@@ -269,15 +311,11 @@ func (p *Plugin) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 	if err == nil || s.err != nil {
 		return err // a sink error is the client's, not the plugin's
 	}
-	if ctx.Err() != nil {
-		var f *vendor.Failure
-		if !errors.As(err, &f) {
-			return &vendor.Failure{Kind: vendor.FailureCanceled, Message: ctx.Err().Error()}
-		}
-		return err
+	var f *vendor.Failure
+	if !errors.As(err, &f) && ctx.Err() != nil {
+		return ctxFailure(ctx.Err())
 	}
 	err = p.transport(c, err)
-	var f *vendor.Failure
 	if s.started && errors.As(err, &f) && f.Kind == vendor.FailureConnect {
 		// The process died mid-answer: for the caller the answer broke off.
 		f.Kind = vendor.FailureBroken

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	vendorv1 "github.com/tollgate-gw/tollgate/proto/vendorplugin/v1"
 )
@@ -80,6 +82,9 @@ func (s *grpcServer) Chat(ctx context.Context, req *vendorv1.ChatRequest) (*vend
 	}
 	if err != nil {
 		return nil, err
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "vendor Chat returned neither a response nor an error")
 	}
 	return &vendorv1.ChatResponse{Status: int32(resp.Status), Body: resp.Body, Headers: resp.Headers}, nil
 }
@@ -160,16 +165,21 @@ func (c *grpcClient) ChatStream(ctx context.Context, req *ChatRequest, sink Sink
 		return err
 	}
 	var fr vendorv1.StreamFrame
+	headed := false
 	for {
 		fr.Reset()
 		if err := stream.RecvMsg(&fr); err != nil {
 			if err == io.EOF {
+				if !headed {
+					return &Failure{Kind: FailureBroken, Message: "the plugin ended the stream without a head"}
+				}
 				return nil
 			}
 			return err
 		}
 		switch f := fr.Frame.(type) {
 		case *vendorv1.StreamFrame_Head:
+			headed = true
 			h := f.Head
 			if err := sink.Head(Head{Status: int(h.GetStatus()), Headers: h.GetHeaders(), Body: h.GetBody()}); err != nil {
 				return err // cancel ends the plugin's upstream call
