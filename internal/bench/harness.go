@@ -73,6 +73,9 @@ type env struct {
 	adminToken  string
 	key         benchKey
 	proc        Proc
+	// idleCPU is the gateway tree's CPU during direct windows, idleTime
+	// their length.
+	idleCPU, idleTime time.Duration
 }
 
 // Run starts the processes, measures every case and returns the results
@@ -149,6 +152,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	} else {
 		res.Notes = append(res.Notes, "Large-ledger check not run this time: pass --seed-rows N to measure c=64 after N log rows are in the store.")
+	}
+	if e.idleTime > 0 {
+		res.IdleCPUPercent = round1(100 * e.idleCPU.Seconds() / e.idleTime.Seconds())
 	}
 	res.Evaluate()
 	return res, nil
@@ -284,11 +290,19 @@ type caseAcc struct {
 }
 
 func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.Client, acc *caseAcc) error {
+	idle0, err := e.proc.TreeCPU(e.gateway.pid())
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
 	d := Load(ctx, client, c.Direct, conc, e.o.Window)
 	before, err := e.proc.TreeCPU(e.gateway.pid())
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
+	// The gateway serves nothing during a direct window: its CPU then is
+	// background work (store maintenance, timers, plugin keep-alives).
+	e.idleCPU += before.Total() - idle0.Total()
+	e.idleTime += d.Elapsed
 	g := Load(ctx, client, c.Gateway, conc, e.o.Window)
 	after, err := e.proc.TreeCPU(e.gateway.pid())
 	if err != nil {

@@ -75,15 +75,18 @@ type Check struct {
 
 // Results is the whole run, as bench-results/latest.json holds it.
 type Results struct {
-	Machine  Machine      `json:"machine"`
-	Window   string       `json:"window"` // duration of one window
-	Rounds   int          `json:"rounds"`
-	Cases    []CaseResult `json:"cases"`
-	Errors   int          `json:"errors"`
-	PeakRSS  int64        `json:"peak_rss_bytes"`
-	Checks   []Check      `json:"checks"`
-	Notes    []string     `json:"notes,omitempty"`
-	Profiles []string     `json:"profiles,omitempty"`
+	Machine Machine      `json:"machine"`
+	Window  string       `json:"window"` // duration of one window
+	Rounds  int          `json:"rounds"`
+	Cases   []CaseResult `json:"cases"`
+	Errors  int          `json:"errors"`
+	PeakRSS int64        `json:"peak_rss_bytes"`
+	// IdleCPUPercent is the gateway and plugins' CPU while only the direct
+	// side ran, in percent of one core: background cost, not per request.
+	IdleCPUPercent float64  `json:"idle_cpu_percent"`
+	Checks         []Check  `json:"checks"`
+	Notes          []string `json:"notes,omitempty"`
+	Profiles       []string `json:"profiles,omitempty"`
 }
 
 // Budget of PRODUCT.md §6.
@@ -199,7 +202,8 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 			c.Gateway.Latency.P50, c.Gateway.Latency.P90, c.Gateway.Latency.P99,
 			c.AddedP50US, ttfb, c.Gateway.CPUPerRequestUS, c.Gateway.PluginCPUPerRequestUS, errs)
 	}
-	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM): %.1f MB.\n", float64(r.PeakRSS)/(1<<20))
+	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM): %.1f MB. Their CPU while idle (during the direct windows): %.1f%% of a core.\n",
+		float64(r.PeakRSS)/(1<<20), r.IdleCPUPercent)
 	if r.Errors > 0 {
 		fmt.Fprintf(&b, "\n**WARNING: %d request(s) failed; the figures above are not trustworthy.**\n", r.Errors)
 	}
