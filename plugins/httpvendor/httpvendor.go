@@ -197,6 +197,14 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 	if err != nil {
 		return err
 	}
+	// The idle timer runs while waiting on the upstream (for its head, then
+	// for each event), not while the sink is busy. Its firing cancels ctx,
+	// which aborts the request or the body read.
+	var idle *time.Timer
+	if req.IdleTimeout > 0 {
+		idle = time.AfterFunc(req.IdleTimeout, func() { cancelCause(errIdle) })
+		defer idle.Stop()
+	}
 	resp, err := v.hc.Do(hr)
 	if err != nil {
 		return classify(ctx, err, req)
@@ -207,21 +215,22 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 		if head.Body, err = readBody(resp, MaxErrorBody, true); err != nil {
 			return classify(ctx, err, req)
 		}
+		if idle != nil {
+			idle.Stop()
+		}
 		if err := sink.Head(head); err != nil {
 			return stopped(err)
 		}
 		return nil
 	}
+	if idle != nil {
+		idle.Stop()
+	}
 	if err := sink.Head(head); err != nil {
 		return stopped(err)
 	}
-
-	// The idle timer runs only while waiting on the upstream, not while the
-	// sink is busy. Its firing cancels ctx, which aborts the body read.
-	var idle *time.Timer
-	if req.IdleTimeout > 0 {
-		idle = time.AfterFunc(req.IdleTimeout, func() { cancelCause(errIdle) })
-		defer idle.Stop()
+	if idle != nil {
+		idle.Reset(req.IdleTimeout)
 	}
 	br := bufPool.Get().(*bufio.Reader)
 	br.Reset(resp.Body)

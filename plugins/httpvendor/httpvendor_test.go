@@ -228,6 +228,9 @@ func TestFailureClasses(t *testing.T) {
 		{desc: "stream idle between events", h: hang(nil, "data: {}\n\n"), stream: true,
 			mutate: func(r *vendor.ChatRequest) { r.IdleTimeout = 100 * time.Millisecond }, want: vendor.FailureTimeout,
 			message: "no event"},
+		{desc: "stream without a head within the idle timeout", h: hang(nil, ""), stream: true,
+			mutate: func(r *vendor.ChatRequest) { r.IdleTimeout = 100 * time.Millisecond }, want: vendor.FailureTimeout,
+			message: "no event"},
 		{desc: "caller deadline", h: hang(nil, ""),
 			ctx: func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -288,7 +291,7 @@ func TestFailureClasses(t *testing.T) {
 			if strings.Contains(err.Error(), "127.0.0.1") {
 				t.Fatalf("message %q names the upstream", err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > 3*time.Second {
 				t.Fatalf("took %v", d)
 			}
 		})
