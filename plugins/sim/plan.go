@@ -65,7 +65,7 @@ func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs) *plan 
 	if c.maxTokens > 0 && int64(words) > c.maxTokens {
 		words, pl.limited = int(c.maxTokens), true
 	}
-	pl.text, pl.words = replyText(c, words, h)
+	pl.text, pl.words = replyText(c, words)
 	pl.chunks = pl.words
 	if k.Chunks > 0 && k.Chunks < pl.words {
 		pl.chunks = k.Chunks
@@ -76,7 +76,7 @@ func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs) *plan 
 
 // replyText builds the words of a text reply: a lead quoting the prompt
 // (or the tool result), then filler, exactly n words.
-func replyText(c *conv, n int, h uint64) ([]byte, int) {
+func replyText(c *conv, n int) ([]byte, int) {
 	b := make([]byte, 0, 32+snippetRunes+n*7)
 	words := 0
 	add := func(w string) bool {
@@ -102,7 +102,9 @@ func replyText(c *conv, n int, h uint64) ([]byte, int) {
 			break
 		}
 	}
-	for i := int(h % uint64(len(filler))); words < n; i++ {
+	// The filler starts where the quoted text says, so a prompt gets the
+	// same words streamed or not.
+	for i := int(fnv64(fnvOffset, quote) % uint64(len(filler))); words < n; i++ {
 		add(filler[i%len(filler)])
 	}
 	return b, words
