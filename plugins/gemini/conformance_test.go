@@ -1,0 +1,28 @@
+package gemini_test
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/internal/vendorsim"
+	"github.com/tollgate-gw/tollgate/plugins/conformance"
+	"github.com/tollgate-gw/tollgate/plugins/gemini"
+	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+func TestConformance(t *testing.T) {
+	v := gemini.New()
+	d, _ := v.Describe(t.Context())
+	conformance.Run(t, conformance.Target{
+		Name:      "gemini",
+		Protocols: d.Protocols,
+		New: func(t *testing.T) vendor.Vendor {
+			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
+			t.Cleanup(up.Close)
+			vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: up.URL, APIKey: "sk-conformance"})
+			return v
+		},
+		Request: conformance.MarkerRequest,
+	})
+}
