@@ -1,12 +1,36 @@
 package main
 
 import (
+	"net/http/httptest"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/vendorsim"
+	"github.com/tollgate-gw/tollgate/plugins/anthropic"
+	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
 func TestBinary(t *testing.T) {
 	vt.CheckBinary(t, vt.BinaryCase{Name: "anthropic", Protocol: "anthropic_messages", Model: "claude-sonnet-4-5",
 		Path: "/v1/messages", AuthHeader: "X-Api-Key", AuthValue: "key-1"})
+}
+
+// TestConformance runs the suite against the plugin process, over gRPC.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the plugin binary")
+	}
+	d, _ := anthropic.New().Describe(t.Context())
+	conformance.Run(t, conformance.Target{
+		Name:      "anthropic",
+		Protocols: d.Protocols,
+		New: func(t *testing.T) vendor.Vendor {
+			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
+			t.Cleanup(up.Close)
+			return vt.StartBinary(t, "anthropic", vendor.Config{Channels: []vendor.Channel{
+				{Name: "main", BaseURL: up.URL, APIKey: "sk-conformance"}}})
+		},
+		Request: conformance.MarkerRequest,
+	})
 }

@@ -1,12 +1,36 @@
 package main
 
 import (
+	"net/http/httptest"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/vendorsim"
+	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
+	"github.com/tollgate-gw/tollgate/plugins/openai"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
 func TestBinary(t *testing.T) {
 	vt.CheckBinary(t, vt.BinaryCase{Name: "openai", Protocol: "openai_chat", Model: "gpt-4o-mini",
 		Path: "/v1/chat/completions", AuthHeader: "Authorization", AuthValue: "Bearer key-1"})
+}
+
+// TestConformance runs the suite against the plugin process, over gRPC.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the plugin binary")
+	}
+	d, _ := openai.New().Describe(t.Context())
+	conformance.Run(t, conformance.Target{
+		Name:      "openai",
+		Protocols: d.Protocols,
+		New: func(t *testing.T) vendor.Vendor {
+			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
+			t.Cleanup(up.Close)
+			return vt.StartBinary(t, "openai", vendor.Config{Channels: []vendor.Channel{
+				{Name: "main", BaseURL: up.URL, APIKey: "sk-conformance"}}})
+		},
+		Request: conformance.MarkerRequest,
+	})
 }
