@@ -20,6 +20,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -151,6 +152,8 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 			return &vendor.Failure{Kind: vendor.FailureBroken, Message: "echo: connection cut"}
 		}
 		if crash && i == 1 {
+			// Let the frames sent so far leave the process first.
+			time.Sleep(100 * time.Millisecond)
 			v.Exit(3)
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,466 @@
+package host_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-gw/tollgate/plugins/conformance"
+	"github.com/tollgate-gw/tollgate/plugins/conformance/echo"
+	"github.com/tollgate-gw/tollgate/plugins/host"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+// helperEnv makes the test binary a host of the plugin at its value: it
+// prints the plugin's pid and waits to be killed.
+const helperEnv = "TOLLGATE_HOST_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if bin := os.Getenv(helperEnv); bin != "" {
+		if err := runHelper(bin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+func runHelper(bin string) error {
+	h := host.New(hclog.NewNullLogger())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := h.Start(ctx, "helper", bin, mainConfig)
+	if err != nil {
+		return err
+	}
+	pid, _, err := report(ctx, v)
+	if err != nil {
+		return err
+	}
+	fmt.Println(pid)
+	select {} // until SIGKILLed
+}
+
+var mainConfig = vendor.Config{Channels: []vendor.Channel{{Name: "main", APIKey: "k"}}}
+
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// plugin builds cmd/tollgate-plugin-testcrash once per test binary;
+// TestMain removes it.
+func plugin(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs a plugin process")
+	}
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "tollgate-host-test")
+		if build.err != nil {
+			return
+		}
+		build.bin = filepath.Join(build.dir, "tollgate-plugin-testcrash")
+		out, err := exec.Command("go", "build", "-o", build.bin,
+			"github.com/tollgate-gw/tollgate/cmd/tollgate-plugin-testcrash").CombinedOutput()
+		if err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.bin
+}
+
+// safeBuffer is a log sink written by the host's goroutines.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start launches the test plugin under a new host, closed with the test.
+func start(t testing.TB, log hclog.Logger) (*host.Host, vendor.Vendor) {
+	t.Helper()
+	bin := plugin(t)
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	h := host.New(log)
+	t.Cleanup(h.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := h.Start(ctx, "testcrash", bin, mainConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, v
+}
+
+func request(prompt string, stream bool) *vendor.ChatRequest {
+	return &vendor.ChatRequest{Channel: "main", Protocol: "openai_chat", Model: "m", Stream: stream,
+		Body: conformance.Body("openai_chat", "m", prompt, stream), Timeout: 10 * time.Second}
+}
+
+// report asks the plugin for its pid and environment.
+func report(ctx context.Context, v vendor.Vendor) (int, []string, error) {
+	resp, err := v.Chat(ctx, request("[env]", false))
+	if err != nil {
+		return 0, nil, err
+	}
+	var r struct {
+		Pid int
+		Env []string
+	}
+	content := gjson.GetBytes(resp.Body, "choices.0.message.content").String()
+	if err := json.Unmarshal([]byte(content), &r); err != nil {
+		return 0, nil, fmt.Errorf("report %q: %w", resp.Body, err)
+	}
+	return r.Pid, r.Env, nil
+}
+
+func mustReport(t *testing.T, v vendor.Vendor) (int, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pid, env, err := report(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid, env
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin process %d still runs after %v", pid, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func kind(err error) vendor.FailureKind {
+	var f *vendor.Failure
+	if errors.As(err, &f) {
+		return f.Kind
+	}
+	return -1
+}
+
+func TestCallsAndStreamsThroughTheProcess(t *testing.T) {
+	logs := &safeBuffer{}
+	_, v := start(t, hclog.New(&hclog.LoggerOptions{Name: "gw", Output: logs, Level: hclog.Trace}))
+	ctx := t.Context()
+	d, err := v.Describe(ctx)
+	if err != nil || d.Name != echo.Name || len(d.Protocols) != 4 {
+		t.Fatalf("describe %+v %v", d, err)
+	}
+	resp, err := v.Chat(ctx, request("hi", false))
+	if err != nil || resp.Status != 200 || gjson.GetBytes(resp.Body, "choices.0.message.content").String() != "echo" {
+		t.Fatalf("chat %+v %v", resp, err)
+	}
+	var s conformance.Recorder
+	if err := v.ChatStream(ctx, request("hi [echo:events=7]", true), &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Heads) != 1 || s.Heads[0].Status != 200 || len(s.Events) != 7 || string(s.Events[6].Data) != "[DONE]" {
+		t.Fatalf("stream: heads %+v, %d events", s.Heads, len(s.Events))
+	}
+	// The plugin's JSON log lines are re-logged under the gateway's logger
+	// and the plugin's name.
+	if out := logs.String(); !strings.Contains(out, "gw.testcrash") || !strings.Contains(out, "plugin address") {
+		t.Fatalf("plugin logs not relayed:\n%s", out)
+	}
+}
+
+func TestPluginSeesNoHostEnvironment(t *testing.T) {
+	t.Setenv("TOLLGATE_TEST_SECRET", "hunter2")
+	_, v := start(t, nil)
+	_, env := mustReport(t, v)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.Contains(kv, "hunter2") || name == "PATH" || name == "HOME" {
+			t.Fatalf("the plugin sees the host's %s", name)
+		}
+		if !strings.HasPrefix(name, "PLUGIN_") && name != vendor.Handshake.MagicCookieKey {
+			t.Errorf("unexpected variable %s in the plugin's environment", name)
+		}
+	}
+	if len(env) == 0 {
+		t.Fatal("empty environment: the handshake cookie is missing")
+	}
+}
+
+// waitBack calls until the restarted plugin answers.
+func waitBack(t *testing.T, v vendor.Vendor) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pid, _, err := report(ctx, v)
+		cancel()
+		if err == nil {
+			return pid
+		}
+		if kind(err) != vendor.FailureConnect {
+			t.Fatalf("while restarting: %v, want a connect failure", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin did not come back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestCrashMidCallThenRestart(t *testing.T) {
+	_, v := start(t, nil)
+	pid, _ := mustReport(t, v)
+
+	_, err := v.Chat(t.Context(), request("[crash]", false))
+	var f *vendor.Failure
+	if !errors.As(err, &f) || f.Kind != vendor.FailureConnect || !strings.Contains(f.Message, "exited") {
+		t.Fatalf("crash mid-call: %#v, want a connect failure saying the plugin exited", err)
+	}
+	waitGone(t, pid, 2*time.Second)
+	// Calls to channel "main" succeed again: the new process was configured.
+	pid2 := waitBack(t, v)
+	if pid2 == pid {
+		t.Fatalf("same pid %d after a crash", pid)
+	}
+
+	// Mid-stream the answer has begun: the caller sees it break off.
+	var s conformance.Recorder
+	err = v.ChatStream(t.Context(), request("[crash]", true), &s)
+	if kind(err) != vendor.FailureBroken || len(s.Heads) != 1 {
+		t.Fatalf("crash mid-stream: %v after %d heads, want a broken failure", err, len(s.Heads))
+	}
+	if pid3 := waitBack(t, v); pid3 == pid2 {
+		t.Fatalf("same pid %d after a crash", pid3)
+	}
+}
+
+func TestCloseLeavesNoProcess(t *testing.T) {
+	h, v := start(t, nil)
+	pid, _ := mustReport(t, v)
+	h.Close()
+	if alive(pid) {
+		t.Fatalf("plugin %d runs after Close", pid)
+	}
+	if _, err := v.Chat(t.Context(), request("hi", false)); kind(err) != vendor.FailureConnect {
+		t.Fatalf("call after Close: %v, want a connect failure", err)
+	}
+	h.Close() // twice is harmless
+	if _, err := h.Start(t.Context(), "late", plugin(t), mainConfig); err == nil {
+		t.Fatal("Start after Close succeeded")
+	}
+}
+
+func TestSIGKILLedHostLeavesNoOrphan(t *testing.T) {
+	bin := plugin(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+bin)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Scan()
+		lines <- sc.Text()
+	}()
+	var pid int
+	select {
+	case line := <-lines:
+		if pid, err = strconv.Atoi(line); err != nil {
+			t.Fatalf("helper said %q", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the helper host never reported its plugin")
+	}
+	if !alive(pid) {
+		t.Fatalf("plugin %d is not running", pid)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitGone(t, pid, 2*time.Second)
+}
+
+func TestStartFailures(t *testing.T) {
+	notPlugin := filepath.Join(t.TempDir(), "not-a-plugin")
+	if err := os.WriteFile(notPlugin, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, path string }{
+		{"missing binary", filepath.Join(t.TempDir(), "nope")},
+		{"not a plugin", notPlugin},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := host.New(hclog.NewNullLogger())
+			defer h.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			if _, err := h.Start(ctx, "bad", tt.path, mainConfig); err == nil || !strings.Contains(err.Error(), "bad") {
+				t.Fatalf("Start = %v, want an error naming the plugin", err)
+			}
+		})
+	}
+}
+
+func TestFind(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	beside := filepath.Join(filepath.Dir(exe), "tollgate-plugin-findtest-beside")
+	if err := os.WriteFile(beside, nil, 0o755); err != nil {
+		t.Skipf("cannot write beside the test binary: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(beside) })
+	dir := t.TempDir()
+	inDir := filepath.Join(dir, "tollgate-plugin-findtest-dir")
+	explicit := filepath.Join(dir, "custom")
+	for _, p := range []string{inDir, explicit} {
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("TOLLGATE_PLUGIN_DIR", dir)
+	tests := []struct {
+		name, plugin, explicit, want string
+		errHas                       []string
+	}{
+		{"explicit", "findtest-beside", explicit, explicit, nil},
+		{"explicit missing", "x", filepath.Join(dir, "missing"), "", []string{"missing"}},
+		{"beside the executable", "findtest-beside", "", beside, nil},
+		{"plugin dir", "findtest-dir", "", inDir, nil},
+		{"nowhere", "findtest-none", "", "", []string{
+			filepath.Join(filepath.Dir(exe), "tollgate-plugin-findtest-none"),
+			filepath.Join(dir, "tollgate-plugin-findtest-none"),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := host.Find(tt.plugin, tt.explicit)
+			if tt.errHas == nil {
+				if err != nil || got != tt.want {
+					t.Fatalf("Find = %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Find = %q, want an error", got)
+			}
+			for _, s := range tt.errHas {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %s", err, s)
+				}
+			}
+		})
+	}
+}
+
+// The echo vendor passes the suite as a plugin process behind the host.
+func TestConformanceThroughHost(t *testing.T) {
+	conformance.Run(t, conformance.Target{
+		Name: echo.Name,
+		New: func(t *testing.T) vendor.Vendor {
+			_, v := start(t, nil)
+			return v
+		},
+		Protocols: echo.Protocols,
+		Request:   conformance.MarkerRequest,
+	})
+}
+
+func BenchmarkPluginHopUnary(b *testing.B) {
+	_, v := start(b, nil)
+	ctx := b.Context()
+	req := request("hi", false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := v.Chat(ctx, req)
+		if err != nil || resp.Status != 200 {
+			b.Fatal(resp, err)
+		}
+	}
+}
+
+// countSink counts events and keeps nothing.
+type countSink struct{ n int }
+
+func (c *countSink) Head(vendor.Head) error   { return nil }
+func (c *countSink) Event(vendor.Event) error { c.n++; return nil }
+
+func BenchmarkPluginHopStream20(b *testing.B) {
+	_, v := start(b, nil)
+	ctx := b.Context()
+	req := request("hi [echo:events=20]", true)
+	var s countSink
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		s.n = 0
+		if err := v.ChatStream(ctx, req, &s); err != nil || s.n != 20 {
+			b.Fatal(s.n, err)
+		}
+	}
+}
