@@ -9,12 +9,16 @@ import (
 
 func modelIDs(t *testing.T, c call, field string) []string {
 	t.Helper()
-	var out map[string][]map[string]any
+	var out map[string]json.RawMessage
+	var list []map[string]any
 	if err := json.Unmarshal(c.Body, &out); err != nil {
 		t.Fatalf("%s", c.Body)
 	}
+	if err := json.Unmarshal(out[field], &list); err != nil {
+		t.Fatalf("%s: %v", c.Body, err)
+	}
 	var ids []string
-	for _, m := range out[field] {
+	for _, m := range list {
 		ids = append(ids, m["id"].(string))
 	}
 	return ids
