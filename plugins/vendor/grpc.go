@@ -9,7 +9,11 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	vendorv1 "github.com/tollgate-gw/tollgate/proto/vendorplugin/v1"
 )
@@ -125,7 +129,31 @@ type grpcClient struct {
 	c vendorv1.VendorClient
 }
 
-var maxCall = []grpc.CallOption{grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)}
+var (
+	maxCall    = []grpc.CallOption{grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)}
+	streamCall = append(maxCall[:len(maxCall):len(maxCall)], grpc.ForceCodecV2(frameCodec{}))
+)
+
+// frameCodec is gRPC's proto codec, except that a StreamFrame is merged into
+// rather than reset, so the caller can keep its oneof wrapper and Event
+// between frames. The caller clears the fields a frame may omit.
+type frameCodec struct{}
+
+var protoCodec = encoding.GetCodecV2(grpcproto.Name)
+
+func (frameCodec) Name() string { return grpcproto.Name }
+
+func (frameCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
+
+func (frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	fr, ok := v.(*vendorv1.StreamFrame)
+	if !ok {
+		return protoCodec.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return proto.UnmarshalOptions{Merge: true}.Unmarshal(buf.ReadOnlyData(), fr)
+}
 
 func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
 	r, err := c.c.Describe(ctx, &vendorv1.DescribeRequest{})
@@ -160,14 +188,22 @@ func (c *grpcClient) Chat(ctx context.Context, req *ChatRequest) (*ChatResponse,
 func (c *grpcClient) ChatStream(ctx context.Context, req *ChatRequest, sink Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.c.ChatStream(ctx, toProtoRequest(req), maxCall...)
+	stream, err := c.c.ChatStream(ctx, toProtoRequest(req), streamCall...)
 	if err != nil {
 		return err
 	}
-	var fr vendorv1.StreamFrame
+	// One frame, event wrapper and event are reused for the whole stream:
+	// frameCodec merges each frame into them instead of allocating anew.
+	var (
+		fr  vendorv1.StreamFrame
+		ev  vendorv1.Event
+		evf = vendorv1.StreamFrame_Event{Event: &ev}
+	)
 	headed := false
 	for {
+		ev.Reset() // Data went to the sink: a new one is allocated per event
 		fr.Reset()
+		fr.Frame = &evf
 		if err := stream.RecvMsg(&fr); err != nil {
 			if err == io.EOF {
 				if !headed {

@@ -305,3 +305,43 @@ func TestConformanceOverGRPC(t *testing.T) {
 		Request:   conformance.MarkerRequest,
 	})
 }
+
+// retainSink keeps events as given, without copying.
+type retainSink struct{ events []vendor.Event }
+
+func (r *retainSink) Head(vendor.Head) error     { return nil }
+func (r *retainSink) Event(e vendor.Event) error { r.events = append(r.events, e); return nil }
+
+// The client reuses its frame between events: no field of one event may
+// leak into the next, and data handed to the sink stays the sink's.
+func TestStreamFramesDoNotBleed(t *testing.T) {
+	sent := []vendor.Event{
+		{Name: "a", Data: []byte("first")},
+		{Name: "", Data: []byte("2")},
+		{Name: "b"},
+		{Data: []byte("last")},
+	}
+	v := connect(t, &fake{stream: func(_ context.Context, _ *vendor.ChatRequest, sink vendor.Sink) error {
+		if err := sink.Head(vendor.Head{Status: 200}); err != nil {
+			return err
+		}
+		for _, e := range sent {
+			if err := sink.Event(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	var s retainSink
+	if err := v.ChatStream(t.Context(), &vendor.ChatRequest{Stream: true}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.events) != len(sent) {
+		t.Fatalf("%d events, want %d", len(s.events), len(sent))
+	}
+	for i, e := range s.events {
+		if e.Name != sent[i].Name || string(e.Data) != string(sent[i].Data) {
+			t.Errorf("event %d = %q %q, want %q %q", i, e.Name, e.Data, sent[i].Name, sent[i].Data)
+		}
+	}
+}
