@@ -229,7 +229,11 @@ func eachTool(p protocol.ID, tools gjson.Result, fn func(toolDef) bool) {
 			}
 		case protocol.GeminiNative:
 			cont := true
-			t.Get("functionDeclarations").ForEach(func(_, d gjson.Result) bool {
+			decls := t.Get("functionDeclarations")
+			if !decls.Exists() {
+				decls = t.Get("function_declarations")
+			}
+			decls.ForEach(func(_, d gjson.Result) bool {
 				s := d.Get("parameters")
 				if !s.Exists() {
 					s = d.Get("parametersJsonSchema")
