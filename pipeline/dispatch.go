@@ -317,15 +317,23 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 			err = werr
 		}
 	}
+	var e error
 	switch {
 	case c.W.ClientGone() || c.Request.Context().Err() != nil:
 		return done, apierr.New(apierr.ClientClosed, "the client closed the stream")
 	case err != nil:
-		_, e := s.failure(ctx, c, err)
-		return done, e
+		_, e = s.failure(ctx, c, err)
 	case !rl.track.Complete():
-		return done, &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
+		e = &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
 			Message: "the upstream ended the stream before it was complete"}
 	}
-	return done, nil
+	if e != nil && c.Protocol == protocol.OpenAIChat && len(c.Req.BuiltinTools) > 0 {
+		// The spec's one exception to "no injected error frame": on the
+		// built-in tool path the client gets an error chunk, then [DONE].
+		_ = rl.out.Write(protocol.Event{Data: builtinToolErrorChunk})
+		_ = rl.out.Done()
+	}
+	return done, e
 }
+
+var builtinToolErrorChunk = []byte(`{"error":{"message":"the upstream failed while running a built-in tool","type":"api_error","code":"upstream_error"}}`)

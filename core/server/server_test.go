@@ -110,7 +110,7 @@ channel "primary" {
   vendor    = "fake"
   base_url  = "http://127.0.0.1:1"
   protocols = ["openai_chat"]
-  models    = ["m", "solo"]
+  models    = ["m", "solo", "searcher"]
   priority  = 10
 }
 channel "backup" {
@@ -127,6 +127,16 @@ model "m" {
     input        = "1"
     output       = "2"
     cached_input = "0.5"
+  }
+}
+model "searcher" {
+  owned_by = "test"
+  price {
+    input  = "1"
+    output = "2"
+  }
+  caps {
+    tools = ["web_search"]
   }
 }
 model "solo" {
@@ -392,4 +402,29 @@ func TestClientDisconnectStopsUpstreamAndIsInterrupted(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func TestBuiltinToolRules(t *testing.T) {
+	e := newEnv(t, map[string]string{"primary": "cut"})
+	t.Run("built-in tool without stream is invalid_request", func(t *testing.T) {
+		resp, body := e.post(t, `{"model":"solo","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search"}]}`)
+		if resp.StatusCode != 400 || !bytes.Contains(body, []byte(`"invalid_request"`)) {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("unsupported built-in tool", func(t *testing.T) {
+		resp, body := e.post(t, `{"model":"solo","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search"}]}`)
+		if resp.StatusCode != 400 || !bytes.Contains(body, []byte(`"tool_not_supported"`)) {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("upstream failure on the built-in tool path ends with an error chunk and DONE", func(t *testing.T) {
+		resp, body := e.post(t, `{"model":"searcher","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search"}]}`)
+		events := readSSE(t, bytes.NewReader(body))
+		n := len(events)
+		if resp.StatusCode != 200 || n < 2 || events[n-1] != "[DONE]" ||
+			!strings.Contains(events[n-2], `"type":"api_error"`) || !strings.Contains(events[n-2], `"code":"upstream_error"`) {
+			t.Fatalf("%d %q", resp.StatusCode, events)
+		}
+	})
 }
