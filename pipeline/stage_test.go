@@ -12,7 +12,7 @@ import (
 
 type namedStage string
 
-func (n namedStage) Name() string                      { return string(n) }
+func (n namedStage) Name() string                       { return string(n) }
 func (n namedStage) Serve(context.Context, *Call) error { return nil }
 
 func TestBuildOrder(t *testing.T) {

@@ -279,7 +279,9 @@ func TestUpstreamErrorsPassThrough(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			e := newEnv(t, map[string]string{"primary": tc.mode})
 			resp, body := e.post(t, `{"model":"solo","messages":[{"role":"user","content":"hi"}]}`)
-			var out struct{ Error struct{ Code, Type, Message string } }
+			var out struct {
+				Error struct{ Code, Type, Message string }
+			}
 			_ = json.Unmarshal(body, &out)
 			if resp.StatusCode != tc.status || out.Error.Code != tc.code || out.Error.Type != tc.typ {
 				t.Fatalf("%d %s", resp.StatusCode, body)
