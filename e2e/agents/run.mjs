@@ -143,13 +143,15 @@ ${extra}  price {
   allow_private_urls = true
 }
 
-${chan('anthropic', 'anthropic', ['anthropic_messages'], ['claude-sonnet-4-5'])}
+${chan('anthropic', 'anthropic', ['anthropic_messages'], ['claude-sonnet-4-5', 'claude-sonnet-5'])}
 ${chan('openai', 'openai', ['openai_chat', 'openai_responses'], ['gpt-5-codex', 'gpt-4o-mini'])}
 # Speaks only completions: messages and responses clients reach its models
 # through reverse translation.
-${chan('openai-chat-only', 'openai', ['openai_chat'], ['claude-opus-4-8', 'gpt-5.1-codex'])}
+${chan('openai-chat-only', 'openai', ['openai_chat'], ['claude-haiku-4-5-20251001', 'claude-opus-4-8', 'gpt-5.1-codex'])}
 ${chan('gemini', 'gemini', ['gemini_native'], ['gemini-2.5-flash'])}
 ${model('claude-sonnet-4-5', 'anthropic', '  caps {\n    reasoning = true\n  }\n')}
+${model('claude-sonnet-5', 'anthropic', '  caps {\n    reasoning = true\n  }\n')}
+${model('claude-haiku-4-5-20251001', 'openai', '  translate_from     = ["anthropic_messages"]\n  caps {\n    reasoning = true\n  }\n')}
 ${model('claude-opus-4-8', 'openai', '  translate_from     = ["anthropic_messages"]\n  caps {\n    reasoning = true\n  }\n')}
 ${model('gpt-5-codex', 'openai', '  caps {\n    reasoning = true\n  }\n')}
 ${model('gpt-5.1-codex', 'openai', '  translate_from     = ["openai_responses"]\n  caps {\n    reasoning = true\n  }\n')}
@@ -162,19 +164,23 @@ const targets = [
   {
     name: 'default',
     start: () => startGateway('default', null),
-    claude: [{ route: 'native', model: 'claude-sonnet-4-5' }],
+    // Claude Code shapes its request by model id: for claude-opus-4-8 it
+    // sends adaptive thinking, output_config and a mid-conversation system
+    // message, so both kinds are run.
+    claude: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'native-opus', model: 'claude-opus-4-8' }],
     codex: [{ route: 'native', model: 'gpt-5-codex' }],
     openai: { chat: 'gpt-4o-mini', responses: [{ route: 'native', model: 'gpt-5-codex' }] },
-    anthropic: [{ route: 'native', model: 'claude-sonnet-4-5' }],
+    // Not claude-sonnet-4-5: the SDK prints a deprecation notice for it.
+    anthropic: [{ route: 'native', model: 'claude-sonnet-5' }],
     gemini: 'gemini-2.5-flash',
   },
   {
     name: 'vendor',
     start: async () => startGateway('vendor', vendorConfig(await startUpstream())),
-    claude: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'translated', model: 'claude-opus-4-8' }],
+    claude: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'translated', model: 'claude-haiku-4-5-20251001' }, { route: 'translated-opus', model: 'claude-opus-4-8' }],
     codex: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }],
     openai: { chat: 'gpt-4o-mini', responses: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }] },
-    anthropic: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'translated', model: 'claude-opus-4-8' }],
+    anthropic: [{ route: 'native', model: 'claude-sonnet-5' }, { route: 'translated', model: 'claude-haiku-4-5-20251001' }],
     gemini: 'gemini-2.5-flash',
   },
 ];

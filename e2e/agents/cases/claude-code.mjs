@@ -35,6 +35,13 @@ function workspace(ctx, name) {
   return { home, work };
 }
 
+// resultOK checks Claude Code's closing result message; on an API error its
+// `result` holds the gateway's error text.
+function resultOK(out) {
+  check(out.type === 'result' && out.subtype === 'success' && out.is_error === false,
+    `result ${out.subtype}, is_error ${out.is_error}, api_error_status ${out.api_error_status}, terminal_reason ${out.terminal_reason}: ${short(out.result, 600)}`);
+}
+
 function noApiErrors(res) {
   for (const b of BAD) {
     check(!res.stdout.includes(b) && !res.stderr.includes(b), `output mentions "${b}": ${lastLines(res.stdout + res.stderr)}`);
@@ -47,11 +54,11 @@ async function plain(ctx, t, model, name) {
   const res = await run(ctx.claude, ['-p', 'Reply with one short sentence about toll roads.', '--model', model, '--output-format', 'json', '--no-session-persistence'],
     { env: env(ctx, t, home), cwd: work, timeoutMs: ctx.timeoutMs });
   check(!res.timedOut, `timed out after ${ctx.timeoutMs} ms: ${lastLines(res.stdout + res.stderr)}`);
+  let out;
+  try { out = JSON.parse(res.stdout); } catch { throw new Error(`exit ${res.code}, stdout is not JSON: ${lastLines(res.stdout + res.stderr)}`); }
+  resultOK(out);
   noApiErrors(res);
   check(res.code === 0, `exit ${res.code}: ${lastLines(res.stdout + res.stderr)}`);
-  let out;
-  try { out = JSON.parse(res.stdout); } catch { throw new Error(`stdout is not JSON: ${short(res.stdout)}`); }
-  check(out.type === 'result' && out.subtype === 'success' && out.is_error === false, `result not a success: ${short(out)}`);
   check(typeof out.result === 'string' && out.result.trim() !== '', `empty answer: ${short(out)}`);
 }
 
@@ -63,9 +70,12 @@ async function tool(ctx, t, model, name) {
     '--output-format', 'stream-json', '--verbose', '--no-session-persistence', '--allowedTools', 'Bash', 'Read'],
   { env: env(ctx, t, home), cwd: work, timeoutMs: ctx.timeoutMs });
   check(!res.timedOut, `timed out after ${ctx.timeoutMs} ms: ${lastLines(res.stdout + res.stderr)}`);
+  const msgs = res.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const final = msgs.find((m) => m.type === 'result');
+  check(final, `exit ${res.code}, no result message: ${lastLines(res.stdout + res.stderr)}`);
+  resultOK(final);
   noApiErrors(res);
   check(res.code === 0, `exit ${res.code}: ${lastLines(res.stdout + res.stderr)}`);
-  const msgs = res.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
   const blocks = (type) => msgs.filter((m) => m.type === type).flatMap((m) => (m.message && Array.isArray(m.message.content) ? m.message.content : []));
   const use = blocks('assistant').find((b) => b.type === 'tool_use');
   check(use, `no tool_use in the assistant messages: ${lastLines(res.stdout)}`);
@@ -74,8 +84,6 @@ async function tool(ctx, t, model, name) {
   check(result, `no tool_result for ${use.id}`);
   const text = typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
   check(!result.is_error, `the tool failed: input ${short(use.input)}, result ${short(text)}`);
-  const final = msgs.find((m) => m.type === 'result');
-  check(final && final.subtype === 'success' && final.is_error === false, `final result not a success: ${short(final)}`);
   check(final.num_turns >= 2, `want at least 2 turns (tool call, answer), got ${final.num_turns}`);
 }
 

@@ -10,8 +10,18 @@ const weather = {
 };
 const ASK_TOOL = 'Use the get_weather tool to get the weather in Paris.';
 
+// client uses the spec's /v1beta paths. The SDK's own default (v1 since
+// @google/genai 2.x) is checked by defaultVersion.
 function client(t) {
-  return new GoogleGenAI({ apiKey: t.key, httpOptions: { baseUrl: t.url, timeout: 60_000 } });
+  return new GoogleGenAI({ apiKey: t.key, httpOptions: { baseUrl: t.url, apiVersion: 'v1beta', timeout: 60_000 } });
+}
+
+// defaultVersion: the SDK as a user writes it, only baseUrl and apiKey set:
+// it calls /v1/models/{model}:generateContent.
+async function defaultVersion(t, model) {
+  const c = new GoogleGenAI({ apiKey: t.key, httpOptions: { baseUrl: t.url, timeout: 60_000 } });
+  const r = await c.models.generateContent({ model, contents: 'Say hello.' });
+  check(r.text && r.text !== '', `no text: ${short(r)}`);
 }
 
 async function generate(t, model) {
@@ -63,5 +73,6 @@ export function cases(ctx, t) {
     { name: `genai-sdk/${t.name}/generate`, run: () => generate(t, m) },
     { name: `genai-sdk/${t.name}/generate-stream`, run: () => generateStream(t, m) },
     { name: `genai-sdk/${t.name}/tools`, run: () => tools(t, m) },
+    { name: `genai-sdk/${t.name}/generate-sdk-default-api-version`, run: () => defaultVersion(t, m) },
   ];
 }
