@@ -183,8 +183,12 @@ func (p *Plugin) supervise() {
 		}
 		p.log.Warn("plugin exited; restarting", "backoff", backoff)
 		p.mu.Lock()
+		old := p.v
 		p.v = nil
 		p.mu.Unlock()
+		if old != nil && c != nil {
+			c.Kill() // the process is gone; this closes its gRPC connection
+		}
 		select {
 		case <-p.life.Done():
 			return
