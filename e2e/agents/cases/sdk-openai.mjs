@@ -81,8 +81,11 @@ async function chatTools(t, model, stream) {
   check(m2.finish_reason === 'stop' && m2.message.content, `after the tool result: ${short(m2)}`);
 }
 
-async function responses(t, model) {
-  const r = await client(t).responses.create({ model, input: 'Say hello.' });
+async function responses(t, model, route) {
+  const { data: r, response } = await client(t).responses.create({ model, input: 'Say hello.' }).withResponse();
+  const via = response.headers.get('x-protocol-translation');
+  const want = route === 'translated' ? 'openai_responses_to_openai_chat' : null;
+  check(via === want, `X-Protocol-Translation ${via}, want ${want}`);
   check(r.status === 'completed', `status ${r.status}`);
   check(r.output_text !== '', `no output_text: ${short(r.output)}`);
   check(r.usage && r.usage.output_tokens > 0, `usage: ${short(r.usage)}`);
@@ -131,7 +134,7 @@ export function cases(ctx, t) {
   }
   for (const { route, model } of t.openai.responses) {
     out.push(
-      { name: `openai-sdk/${t.name}/${route}/responses`, run: () => responses(t, model) },
+      { name: `openai-sdk/${t.name}/${route}/responses`, run: () => responses(t, model, route) },
       { name: `openai-sdk/${t.name}/${route}/responses-stream`, run: () => responsesStream(t, model) },
       { name: `openai-sdk/${t.name}/${route}/responses-tools`, run: () => responsesTools(t, model) },
     );
