@@ -281,6 +281,10 @@ func (h *Handler) patchAccount(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if body.Status != nil && *body.Status != store.AccountActive && *body.Status != store.AccountDisabled {
+		fail(w, apierr.Newf(apierr.InvalidRequest, "status must be active or disabled, got %q", *body.Status))
+		return
+	}
 	a, err := h.store.GetAccount(r.Context(), r.PathValue("id"))
 	if err != nil {
 		fail(w, err)
@@ -290,10 +294,6 @@ func (h *Handler) patchAccount(w http.ResponseWriter, r *http.Request) {
 		a.Name = *body.Name
 	}
 	if body.Status != nil {
-		if *body.Status != store.AccountActive && *body.Status != store.AccountDisabled {
-			fail(w, apierr.Newf(apierr.InvalidRequest, "status must be active or disabled, got %q", *body.Status))
-			return
-		}
 		a.Status = *body.Status
 	}
 	if body.RPM != nil {

@@ -70,7 +70,11 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("released holds left open by an earlier crash", "count", n)
 	}
 
-	master, err := keys.LoadMaster(cfg.Server.MasterKey, dataDir)
+	masterHex := cfg.Server.MasterKey
+	if masterHex == "" {
+		masterHex = os.Getenv("TOLLGATE_MASTER_KEY")
+	}
+	master, err := keys.LoadMaster(masterHex, dataDir)
 	if err != nil {
 		return err
 	}
