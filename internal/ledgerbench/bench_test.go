@@ -22,10 +22,10 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.TotalRows != 10_000+2*2*500 {
+	if rep.TotalRows != 10_000+2*2*500 { // the seeded rows and the chat-path rows
 		t.Errorf("total rows %d", rep.TotalRows)
 	}
-	if len(rep.Reads) != 9 || len(rep.Chat) != 2 {
+	if len(rep.Reads) != 10 || len(rep.Chat) != 2 {
 		t.Fatalf("reads %d, chat %d", len(rep.Reads), len(rep.Chat))
 	}
 	for _, r := range rep.Reads {
