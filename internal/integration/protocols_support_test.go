@@ -1,0 +1,285 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/sse"
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/internal/vendorsim"
+	"github.com/tollgate-gw/tollgate/plugins/sim"
+)
+
+// signupCredit is what g.Account("") starts with (PRODUCT.md §7).
+const signupCredit = "121.32"
+
+// wallet is one account with one key: each case gets its own, so its money
+// and rows are its alone (and the logs API's per-key rate is not shared).
+type wallet struct {
+	g    *testgw.Gateway
+	acct string
+	key  string
+}
+
+func newWallet(g *testgw.Gateway) wallet {
+	acct := g.Account("")
+	_, key := g.Key(acct, nil)
+	return wallet{g: g, acct: acct, key: key}
+}
+
+// rows waits until the key has n rows (the row of a stream is committed
+// just after its last byte) and returns them, newest first.
+func (w wallet) rows(t *testing.T, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rows := logsOf(t, w.g, w.key)
+		if len(rows) >= n {
+			if len(rows) > n {
+				t.Fatalf("want %d rows, have %d: %v", n, len(rows), rows)
+			}
+			return rows
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want %d rows, have %d after 5s: %v", n, len(rows), rows)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// last waits for the n-th row and returns the newest.
+func (w wallet) last(t *testing.T, n int) map[string]any { return w.rows(t, n)[0] }
+
+// settled checks the money after all of the key's n calls: no hold is left
+// and the balance went down by exactly the sum of the rows' costs.
+func (w wallet) settled(t *testing.T, n int) money.Nano {
+	t.Helper()
+	rows := w.rows(t, n)
+	var sum money.Nano
+	for _, r := range rows {
+		sum += money.MustParse(str(r["cost"]))
+	}
+	// The hold is released in the same store step as the row is written.
+	bal, held := w.g.Balance(w.acct)
+	if held != "0" {
+		t.Fatalf("held %s after the calls, want 0", held)
+	}
+	if want := (money.MustParse(signupCredit) - sum).String(); bal != want {
+		t.Fatalf("balance %s, want %s (credit %s minus rows' %s)", bal, want, signupCredit, sum)
+	}
+	return sum
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func num(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+// rowWant is what a log row must say.
+type rowWant struct {
+	status   string
+	code     string // error_code; "" = null
+	attempts int    // attempts_count
+	failed   int    // attempts listed (failed ones before the last)
+	billed   bool   // cost > 0; else cost is 0
+}
+
+func checkRow(t *testing.T, row map[string]any, w rowWant) {
+	t.Helper()
+	if got := str(row["status"]); got != w.status {
+		t.Errorf("row status %q, want %q: %v", got, w.status, row)
+	}
+	if got := str(row["error_code"]); got != w.code {
+		t.Errorf("row error_code %q, want %q: %v", got, w.code, row)
+	}
+	if w.attempts > 0 {
+		if got := num(row["attempts_count"]); got != w.attempts {
+			t.Errorf("row attempts_count %v, want %d", row["attempts_count"], w.attempts)
+		}
+	}
+	att, _ := row["attempts"].([]any)
+	if len(att) != w.failed {
+		t.Errorf("row attempts %v, want %d", row["attempts"], w.failed)
+	}
+	for _, a := range att {
+		if m, _ := a.(map[string]any); str(m["error_code"]) == "" {
+			t.Errorf("attempt without error_code: %v", a)
+		}
+	}
+	cost := money.MustParse(str(row["cost"]))
+	if w.billed != (cost > 0) || cost < 0 {
+		t.Errorf("row cost %s, billed=%v wanted", row["cost"], w.billed)
+	}
+}
+
+// rawStream posts a streaming request and reads its SSE events until the
+// stream ends (cleanly or not). It returns the status, the headers and the
+// events; for a non-200 status the body is in the one event's Data.
+func rawStream(t *testing.T, url string, headers map[string]string, body string) (int, http.Header, []protocol.Event, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, []protocol.Event{{Data: b}}, nil
+	}
+	var evs []protocol.Event
+	r := sse.NewReader(resp.Body)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return resp.StatusCode, resp.Header, evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// openStream posts a streaming request and returns the open response for the
+// caller to read part of and close.
+func openStream(t *testing.T, ctx context.Context, url string, headers map[string]string, body string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	// Its own transport: closing the body must close the connection.
+	tr := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+	}
+	return resp, bufio.NewReader(resp.Body)
+}
+
+// closedURL is a loopback address nobody listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+func msgHeaders(key string) map[string]string {
+	return map[string]string{"x-api-key": key, "anthropic-version": "2023-06-01"}
+}
+
+// hasDone reports whether a completions stream ended with [DONE].
+func hasDone(evs []protocol.Event) bool {
+	return len(evs) > 0 && sse.IsDone(evs[len(evs)-1])
+}
+
+// upstream is a vendorsim server on loopback: the four vendors' HTTP APIs.
+// It keeps what each call carried and counts the calls still being answered,
+// so a test can see an upstream request end.
+type upstream struct {
+	URL string
+
+	mu     sync.Mutex
+	reqs   []vendorsim.Request
+	active int
+	ended  chan struct{} // one send per call answered
+}
+
+// startUpstream serves vendorsim with the given default behaviour (a
+// sim.Knobs; markers in prompts override it) and a required key.
+func startUpstream(t *testing.T, knobs sim.Knobs) *upstream {
+	t.Helper()
+	u := &upstream{ended: make(chan struct{}, 1024)}
+	vs := vendorsim.New(vendorsim.Options{APIKey: upstreamKey, Knobs: knobs, Record: func(r vendorsim.Request) {
+		u.mu.Lock()
+		u.reqs = append(u.reqs, r)
+		u.mu.Unlock()
+	}})
+	h := vs.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.active++
+		u.mu.Unlock()
+		defer func() {
+			u.mu.Lock()
+			u.active--
+			u.mu.Unlock()
+			select {
+			case u.ended <- struct{}{}:
+			default:
+			}
+		}()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	u.URL = srv.URL
+	return u
+}
+
+// upstreamKey is the key the channels send and vendorsim requires.
+const upstreamKey = "sk-upstream-test"
+
+func (u *upstream) requests() []vendorsim.Request {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]vendorsim.Request(nil), u.reqs...)
+}
+
+func (u *upstream) inFlight() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.active
+}
+
+// waitIdle waits until no call is being answered.
+func (u *upstream) waitIdle(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for u.inFlight() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream still answers %d calls after %s", u.inFlight(), within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
