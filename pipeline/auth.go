@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/keys"
+	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -138,7 +139,7 @@ func (s *authStage) Name() string { return "auth" }
 
 func (s *authStage) Serve(ctx context.Context, c *Call) error {
 	forms := AllForms
-	if c.StreamPath || strings.HasPrefix(c.Request.URL.Path, "/v1beta/") {
+	if c.Protocol == protocol.GeminiNative {
 		forms = GoogleForms
 	}
 	k, acct, err := s.auth.Authenticate(ctx, c.Request, forms)

@@ -143,7 +143,7 @@ func TestInspectMessagesValidation(t *testing.T) {
 		{"messages missing", `{` + base[:len(base)-1] + `}`, `"messages" is required`},
 		{"messages empty", `{` + base + `"messages":[]}`, `"messages" must be a non-empty array`},
 		{"messages string", `{` + base + `"messages":"hi"}`, `"messages" must be a non-empty array`},
-		{"role system refused", `{` + base + `"messages":[{"role":"system","content":"x"}]}`, `"messages[0].role" must be "user" or "assistant"`},
+		{"role tool refused", `{` + base + `"messages":[{"role":"tool","content":"x"}]}`, `"messages[0].role" must be "user", "assistant" or "system"`},
 		{"role missing", `{` + base + `"messages":[{"content":"x"}]}`, `"messages[0].role" is required`},
 		{"content missing", `{` + base + `"messages":[{"role":"user"}]}`, `"messages[0].content" must be a string or an array`},
 		{"content number", `{` + base + `"messages":[{"role":"user","content":5}]}`, `"messages[0].content"`},

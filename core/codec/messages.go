@@ -128,9 +128,11 @@ func msgInspectMessages(s string, vs int, raw string, r *Request) error {
 		switch {
 		case role == "":
 			return invalid("the field \"messages[%d].role\" is required", n)
-		case strIs(role, "user"), strIs(role, "assistant"):
+		case strIs(role, "user"), strIs(role, "assistant"), strIs(role, "system"):
+			// Claude Code sends system-role messages mid-conversation to the
+			// models that take them; they pass through to native channels.
 		default:
-			return invalid("the field \"messages[%d].role\" must be \"user\" or \"assistant\" (got %s); put system text in the top-level \"system\" field", n, quoteShort(role))
+			return invalid("the field \"messages[%d].role\" must be \"user\", \"assistant\" or \"system\" (got %s)", n, quoteShort(role))
 		}
 		switch {
 		case isString(content):

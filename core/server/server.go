@@ -77,6 +77,8 @@ func New(o Options) *Server {
 	m.HandleFunc("POST /v1/messages/count_tokens", s.serveCountTokens)
 	m.HandleFunc("POST /v1/responses", chat(protocol.OpenAIResponses))
 	m.HandleFunc("POST /v1beta/models/{call}", s.serveGemini)
+	// The Gemini API serves v1 too, and @google/genai 3.x calls it by default.
+	m.HandleFunc("POST /v1/models/{call}", s.serveGemini)
 	m.HandleFunc("GET /v1/models", s.serveModels)
 	m.HandleFunc("GET /v1/key/balance", s.serveBalance)
 	m.HandleFunc("GET /v1/catalog", s.serveCatalog)
@@ -133,7 +135,7 @@ func protocolOfPath(path string) protocol.ID {
 	switch {
 	case strings.HasPrefix(path, "/v1/messages"):
 		return protocol.AnthropicMessages
-	case strings.HasPrefix(path, "/v1beta/"):
+	case strings.HasPrefix(path, "/v1beta/"), strings.HasPrefix(path, "/v1/models/") && strings.Contains(path, ":"):
 		return protocol.GeminiNative
 	}
 	return protocol.OpenAIChat

@@ -430,3 +430,29 @@ func TestBuiltinToolRules(t *testing.T) {
 		}
 	})
 }
+
+func TestGeminiRoutesOnV1AndV1beta(t *testing.T) {
+	e := newEnv(t, map[string]string{"primary": "ok"})
+	for _, path := range []string{"/v1beta/models/m:generateContent", "/v1/models/m:generateContent", "/v1/models/m:streamGenerateContent?alt=sse"} {
+		t.Run(path, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`))
+			req.Header.Set("x-goog-api-key", e.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out struct {
+				Error struct {
+					Code   int
+					Status string
+				}
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			// The model has no generate-content channel: routed, authenticated, then 503 in Gemini's shape.
+			if resp.StatusCode != 503 || out.Error.Code != 503 || out.Error.Status != "UNAVAILABLE" {
+				t.Fatalf("%d %+v", resp.StatusCode, out)
+			}
+		})
+	}
+}

@@ -280,6 +280,30 @@ func messagesToChatMessages(v gjson.Result, c *chatBody, w *warnings) error {
 				m = append(append(append(m, `,"tool_calls":[`...), calls...), ']')
 			}
 			c.message(append(m, '}'))
+		case "system":
+			// A mid-conversation system message (Claude Code sends them)
+			// stays a system message where it stands.
+			text = text[:0]
+			if content.Type == gjson.String {
+				text = append(text, inner(content)...)
+			}
+			content.ForEach(func(_, b gjson.Result) bool {
+				if present(b.Get("cache_control")) {
+					w.add("cache_control")
+				}
+				if typ := b.Get("type").Str; typ != "text" {
+					w.add("messages.content." + typ)
+					return true
+				}
+				if len(text) > 0 {
+					text = append(text, `\n\n`...)
+				}
+				text = append(text, inner(b.Get("text"))...)
+				return true
+			})
+			m = append(m[:0], `{"role":"system","content":"`...)
+			m = append(m, text...)
+			c.message(append(m, `"}`...))
 		default:
 			err = invalid("the message role %q cannot be translated", role)
 		}

@@ -85,8 +85,12 @@ func TestMessagesToChatRequest(t *testing.T) {
 		err:  `"file" source`,
 	}, {
 		desc: "unknown role",
-		body: `{"max_tokens":5,"messages":[{"role":"system","content":"x"}]}`,
-		err:  `"system"`,
+		body: `{"max_tokens":5,"messages":[{"role":"tool","content":"x"}]}`,
+		err:  `"tool"`,
+	}, {
+		desc: "a mid-conversation system message stays a system message",
+		body: `{"max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"# Env"},{"type":"text","text":"cwd: /"}]}]}`,
+		want: map[string]string{"messages.1": `{"role":"system","content":"# Env\n\ncwd: /"}`},
 	}})
 }
 
