@@ -76,6 +76,8 @@ type env struct {
 	// idleCPU is the gateway tree's CPU during direct windows, idleTime
 	// their length.
 	idleCPU, idleTime time.Duration
+	// peakAnon is the largest anonymous RSS seen after a gateway window.
+	peakAnon int64
 }
 
 // Run starts the processes, measures every case and returns the results
@@ -139,6 +141,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if rss, err := e.proc.TreePeakRSS(e.gateway.pid()); err == nil {
 		res.PeakRSS = rss
 	}
+	res.PeakAnonRSS = e.peakAnon
 	if o.CPUProfile != "" || o.MemProfile != "" {
 		files, err := e.profile(ctx, cases, clients[64])
 		if err != nil {
@@ -315,6 +318,11 @@ func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.
 		return fmt.Errorf("case %s: the gateway had %d processes before the window and %d after: a plugin died or restarted (see %s)",
 			c.Name, before.Procs, after.Procs, e.gateway.logf.Name())
 	}
+	anon, err := e.proc.TreeRssAnon(e.gateway.pid())
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	e.peakAnon = max(e.peakAnon, anon)
 	acc.direct = append(acc.direct, d)
 	acc.gateway = append(acc.gateway, g)
 	acc.gatewayCPU += after.Total() - before.Total()

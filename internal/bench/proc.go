@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,26 +57,33 @@ func ParseStat(line []byte) (Stat, error) {
 }
 
 // ParseVmHWM returns the peak resident set size from a /proc/PID/status
-// file's VmHWM line, in bytes.
-func ParseVmHWM(status []byte) (int64, error) {
+// file's VmHWM line, in bytes. It counts file-backed pages too (Badger's
+// memory-mapped tables and value log).
+func ParseVmHWM(status []byte) (int64, error) { return parseStatusKB(status, "VmHWM:") }
+
+// ParseRssAnon returns the current anonymous resident memory (the Go heap,
+// stacks, Badger's arenas and caches) from a /proc/PID/status, in bytes.
+func ParseRssAnon(status []byte) (int64, error) { return parseStatusKB(status, "RssAnon:") }
+
+func parseStatusKB(status []byte, field string) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		line := sc.Bytes()
-		v, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		v, ok := bytes.CutPrefix(line, []byte(field))
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(v)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("proc status: unexpected VmHWM line %q", line)
+			return 0, fmt.Errorf("proc status: unexpected %s line %q", field, line)
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("proc status: VmHWM: %w", err)
+			return 0, fmt.Errorf("proc status: %s %w", field, err)
 		}
 		return kb * 1024, nil
 	}
-	return 0, errors.New("proc status: no VmHWM line")
+	return 0, fmt.Errorf("proc status: no %s line", field)
 }
 
 func truncate(b []byte) []byte {
@@ -156,7 +162,12 @@ func (p Proc) TreeCPU(root int) (CPUSample, error) {
 
 // TreePeakRSS sums VmHWM over root and its descendants: an upper bound of
 // their simultaneous peak, since each peaked at its own moment.
-func (p Proc) TreePeakRSS(root int) (int64, error) {
+func (p Proc) TreePeakRSS(root int) (int64, error) { return p.treeStatus(root, ParseVmHWM) }
+
+// TreeRssAnon sums the current RssAnon over root and its descendants.
+func (p Proc) TreeRssAnon(root int) (int64, error) { return p.treeStatus(root, ParseRssAnon) }
+
+func (p Proc) treeStatus(root int, parse func([]byte) (int64, error)) (int64, error) {
 	tree, err := p.Tree(root)
 	if err != nil {
 		return 0, err
@@ -170,11 +181,11 @@ func (p Proc) TreePeakRSS(root int) (int64, error) {
 			}
 			continue
 		}
-		hwm, err := ParseVmHWM(b)
+		v, err := parse(b)
 		if err != nil {
 			return 0, fmt.Errorf("pid %d: %w", s.PID, err)
 		}
-		sum += hwm
+		sum += v
 	}
 	return sum, nil
 }

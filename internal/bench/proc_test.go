@@ -70,6 +70,13 @@ func TestParseVmHWM(t *testing.T) {
 		{desc: "not in kB", status: "VmHWM:\t 12 MB\n", wantErr: true},
 		{desc: "not a number", status: "VmHWM:\t 1x kB\n", wantErr: true},
 	}
+	t.Run("RssAnon", func(t *testing.T) {
+		t.Parallel()
+		got, err := ParseRssAnon([]byte("VmHWM:\t 9 kB\nRssAnon:\t   30000 kB\nRssFile:\t 5 kB\n"))
+		if err != nil || got != 30000*1024 {
+			t.Fatalf("ParseRssAnon = %d, %v", got, err)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
@@ -94,12 +101,13 @@ func TestProcTree(t *testing.T) {
 		self    time.Duration
 		kids    time.Duration
 		rss     int64
+		anon    int64
 		wantErr bool
 	}{
 		// 100 is the gateway, 101 its plugin, 102 the plugin's child;
 		// 200 is unrelated and must not count.
-		{desc: "gateway with descendants", root: 100, pids: []int{100, 101, 102}, self: 300 * ClockTick, kids: (50 + 10) * ClockTick, rss: (40960 + 20480 + 1024) * 1024},
-		{desc: "leaf", root: 102, pids: []int{102}, self: 10 * ClockTick, rss: 1024 * 1024},
+		{desc: "gateway with descendants", root: 100, pids: []int{100, 101, 102}, self: 300 * ClockTick, kids: (50 + 10) * ClockTick, rss: (40960 + 20480 + 1024) * 1024, anon: (30000 + 10000 + 512) * 1024},
+		{desc: "leaf", root: 102, pids: []int{102}, self: 10 * ClockTick, rss: 1024 * 1024, anon: 512 * 1024},
 		{desc: "no such process", root: 999, wantErr: true},
 	}
 	for _, tc := range tests {
@@ -132,6 +140,10 @@ func TestProcTree(t *testing.T) {
 			rss, err := p.TreePeakRSS(tc.root)
 			if err != nil || rss != tc.rss {
 				t.Fatalf("TreePeakRSS = %d, %v; want %d", rss, err, tc.rss)
+			}
+			anon, err := p.TreeRssAnon(tc.root)
+			if err != nil || anon != tc.anon {
+				t.Fatalf("TreeRssAnon = %d, %v; want %d", anon, err, tc.anon)
 			}
 		})
 	}

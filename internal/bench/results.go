@@ -81,6 +81,9 @@ type Results struct {
 	Cases   []CaseResult `json:"cases"`
 	Errors  int          `json:"errors"`
 	PeakRSS int64        `json:"peak_rss_bytes"`
+	// PeakAnonRSS is the largest summed RssAnon sampled after a gateway
+	// window: the part of PeakRSS that is not mapped files.
+	PeakAnonRSS int64 `json:"peak_anon_rss_bytes"`
 	// IdleCPUPercent is the gateway and plugins' CPU while only the direct
 	// side ran, in percent of one core: background cost, not per request.
 	IdleCPUPercent float64  `json:"idle_cpu_percent"`
@@ -202,8 +205,8 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 			c.Gateway.Latency.P50, c.Gateway.Latency.P90, c.Gateway.Latency.P99,
 			c.AddedP50US, ttfb, c.Gateway.CPUPerRequestUS, c.Gateway.PluginCPUPerRequestUS, errs)
 	}
-	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM): %.1f MB. Their CPU while idle (during the direct windows): %.1f%% of a core.\n",
-		float64(r.PeakRSS)/(1<<20), r.IdleCPUPercent)
+	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM, mapped files included): %.1f MB; largest anonymous RSS sampled after a window: %.1f MB. Their CPU while idle (during the direct windows): %.1f%% of a core.\n",
+		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnonRSS)/(1<<20), r.IdleCPUPercent)
 	if r.Errors > 0 {
 		fmt.Fprintf(&b, "\n**WARNING: %d request(s) failed; the figures above are not trustworthy.**\n", r.Errors)
 	}
