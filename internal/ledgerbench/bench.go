@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -76,6 +77,9 @@ type Report struct {
 	Chat            []ChatPath
 	GoVersion       string
 	CPUs            int
+	// LoadStart and LoadEnd are /proc/loadavg at the start and the end: the
+	// machine may be shared, and the figures should be read with them.
+	LoadStart, LoadEnd string
 }
 
 // acctID holds the seeded rows the reads measure; chatAcct takes the
@@ -142,7 +146,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	start, end := t0.Add(-30*24*time.Hour+2*time.Hour), t0.Add(-time.Minute)
-	rep := &Report{Rows: c.Rows, GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
+	rep := &Report{Rows: c.Rows, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), LoadStart: loadAvg()}
 	progress := func(n int) { c.logf("seeded %d rows", n) }
 
 	seedStart := time.Now()
@@ -179,6 +183,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 	rep.DiskBytes = dirSize(dir)
+	rep.LoadEnd = loadAvg()
 	return rep, nil
 }
 
@@ -276,6 +281,19 @@ func quiesce(c *Config) {
 		}
 	}
 	c.logf("background work settled after %s", time.Since(t0).Round(time.Second))
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages ("" where unknown).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // cpuTime is the process's user+system CPU time.

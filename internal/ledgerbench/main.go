@@ -49,8 +49,8 @@ func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/floa
 
 // writeMarkdown prints the report as the tables of docs/performance-ledger.md.
 func writeMarkdown(w io.Writer, r *Report) {
-	fmt.Fprintf(w, "Rows seeded: %d over 30 days (%d stored at the reads); seeding took %s (%.0f rows/s); store on disk %.0f MB. %s, %d CPUs.\n\n",
-		r.Rows, r.TotalRows, r.SeedTime.Round(time.Second), float64(r.Rows)/r.SeedTime.Seconds(), float64(r.DiskBytes)/1e6, r.GoVersion, r.CPUs)
+	fmt.Fprintf(w, "Rows seeded: %d over 30 days (%d stored at the reads); seeding took %s (%.0f rows/s); store on disk %.0f MB. %s, %d CPUs; load average %s at the start, %s at the end.\n\n",
+		r.Rows, r.TotalRows, r.SeedTime.Round(time.Second), float64(r.Rows)/r.SeedTime.Seconds(), float64(r.DiskBytes)/1e6, r.GoVersion, r.CPUs, r.LoadStart, r.LoadEnd)
 	fmt.Fprintln(w, "| request | p50 | p99 | samples | rows | body bytes | allocs/op | bytes/op |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, x := range r.Reads {
