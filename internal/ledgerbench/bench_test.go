@@ -16,7 +16,7 @@ func TestRunSmall(t *testing.T) {
 	c := Config{
 		Rows: 10_000, SmallRows: 4_000, Dir: t.TempDir(), Workers: 16,
 		PageIters: 5, ColdSummaries: 2, WarmSummaries: 5, ExportIters: 2,
-		ChatOps: 500, ChatConcurrency: 8, ChatRounds: 2,
+		ChatOps: 500, ChatConcurrency: 8, ChatRounds: 2, NoSettle: true,
 	}
 	rep, err := Run(context.Background(), c)
 	if err != nil {
