@@ -11,12 +11,23 @@ import (
 
 // GetAccount reads one account.
 func (s *Store) GetAccount(ctx context.Context, id string) (a store.Account, err error) {
+	a, gen, ok := s.cache.account(id)
+	if ok {
+		if err := s.enter(ctx); err != nil {
+			return store.Account{}, err
+		}
+		s.mu.RUnlock()
+		return a, nil
+	}
 	err = s.view(ctx, func(txn *badger.Txn) error {
 		return get(txn, accountKey(id), func(v []byte) (e error) {
 			a, e = decodeAccount(v)
 			return e
 		})
 	})
+	if err == nil {
+		s.cache.putAccount(a, gen)
+	}
 	return a, err
 }
 
@@ -41,6 +52,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
 		return err
 	}
 	k, v := accountKey(a.ID), encodeAccount(&a)
+	defer s.cache.invalidate()
 	return s.update(ctx, func(txn *badger.Txn) error {
 		ok, err := exists(txn, k)
 		if err != nil {
@@ -55,6 +67,13 @@ func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
 
 // GetWallet reads an account's wallet.
 func (s *Store) GetWallet(ctx context.Context, accountID string) (w store.Wallet, err error) {
+	if w, ok := s.wallets.get(accountID); ok {
+		if err := s.enter(ctx); err != nil {
+			return store.Wallet{}, err
+		}
+		s.mu.RUnlock()
+		return w, nil
+	}
 	err = s.view(ctx, func(txn *badger.Txn) error {
 		var refused error
 		w, refused, err = readWallet(txn, accountID)
@@ -63,6 +82,9 @@ func (s *Store) GetWallet(ctx context.Context, accountID string) (w store.Wallet
 		}
 		return err
 	})
+	if err == nil {
+		s.wallets.fill(w)
+	}
 	return w, err
 }
 

@@ -69,6 +69,19 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (k store.Key, err er
 	if len(hash) == 0 {
 		return k, store.ErrNotFound
 	}
+	k, gen, ok := s.cache.key(hash)
+	if ok {
+		if err := s.enter(ctx); err != nil {
+			return store.Key{}, err
+		}
+		s.mu.RUnlock()
+		return k, nil
+	}
+	defer func() {
+		if err == nil {
+			s.cache.putKey(k, gen)
+		}
+	}()
 	err = s.view(ctx, func(txn *badger.Txn) error {
 		var id string
 		if err := get(txn, keyHashKey(hash), func(v []byte) error {
@@ -120,6 +133,7 @@ func (s *Store) UpdateKey(ctx context.Context, k store.Key) error {
 		return errNoHash
 	}
 	kk, kv, hk := keyKey(k.ID), encodeKey(&k), keyHashKey(k.Hash)
+	defer s.cache.invalidate()
 	return s.update(ctx, func(txn *badger.Txn) error {
 		old, err := readKey(txn, k.ID)
 		if err != nil {
@@ -149,6 +163,7 @@ func (s *Store) UpdateKey(ctx context.Context, k store.Key) error {
 // DeleteKey removes a key and its index entries. Its usage total and log
 // rows stay.
 func (s *Store) DeleteKey(ctx context.Context, id string) error {
+	defer s.cache.invalidate()
 	return s.update(ctx, func(txn *badger.Txn) error {
 		k, err := readKey(txn, id)
 		if err != nil {

@@ -56,6 +56,10 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 
+	cache   *readCache
+	wallets walletCache
+	pending map[string]store.Wallet // the writer's wallets in its open transaction
+
 	ops        chan *op
 	writerDone chan struct{}
 	stopGC     chan struct{}
@@ -73,6 +77,12 @@ func Open(dir string, o Options) (*Store, error) {
 		WithSyncWrites(o.Strict).
 		WithMetricsEnabled(false).
 		WithNumCompactors(2).
+		// Sized for a gateway, not a database server: Badger's defaults
+		// (64 MB memtables x5, a 256 MB block cache) would dominate RSS.
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(3).
+		WithBlockCacheSize(32 << 20).
+		WithValueLogFileSize(256 << 20).
 		// Rows with a large technical view go to the value log, so index
 		// scans read compact LSM tables.
 		WithValueThreshold(1 << 10)
@@ -87,7 +97,7 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		db: db, log: lg,
+		db: db, log: lg, cache: newReadCache(), pending: map[string]store.Wallet{},
 		ops:        make(chan *op, 4*maxBatch),
 		writerDone: make(chan struct{}),
 		stopGC:     make(chan struct{}),

@@ -37,6 +37,7 @@ type op struct {
 	rowID      uint64
 	ledgerID   uint64
 	wallet     store.Wallet
+	wroteWal   bool // wallet is what this op wrote
 	err        error
 	done       chan struct{}
 	ledgerTime time.Time
@@ -113,6 +114,7 @@ func (s *Store) commitSome(ops []*op) int {
 	end, conflicts := len(ops), 0
 	for {
 		txn := s.db.NewTransaction(true)
+		clear(s.pending)
 		failedAt, werr := -1, error(nil)
 		for i := range end {
 			o := ops[i]
@@ -147,8 +149,13 @@ func (s *Store) commitSome(ops []*op) int {
 			if o.err == nil {
 				if err != nil {
 					o.err = err
-				} else if o.kind == opSettle {
-					o.row.ID = o.rowID
+				} else {
+					if o.kind == opSettle {
+						o.row.ID = o.rowID
+					}
+					if o.wroteWal {
+						s.wallets.committed(o.wallet)
+					}
 				}
 			}
 			o.done <- struct{}{}
@@ -174,6 +181,26 @@ func (s *Store) apply(txn *badger.Txn, o *op) (refused, err error) {
 	return nil, fmt.Errorf("badgerstore: unknown op %d", o.kind)
 }
 
+// writerWallet is the writer's read of a wallet: what this transaction
+// already wrote, else the last committed wallet, else the database.
+func (s *Store) writerWallet(txn *badger.Txn, account string) (store.Wallet, error, error) {
+	if w, ok := s.pending[account]; ok {
+		return w, nil, nil
+	}
+	if w, ok := s.wallets.get(account); ok {
+		return w, nil, nil
+	}
+	return readWallet(txn, account)
+}
+
+// setWallet writes a wallet in the writer's transaction and remembers it
+// for the ops after it and, once committed, for readers.
+func (s *Store) setWallet(txn *badger.Txn, o *op, w store.Wallet) error {
+	s.pending[w.AccountID] = w
+	o.wallet, o.wroteWal = w, true
+	return txn.Set(walletKey(w.AccountID), encodeWallet(w))
+}
+
 // readWallet reads an account's wallet; refused is ErrNotFound when the
 // account has none.
 func readWallet(txn *badger.Txn, account string) (w store.Wallet, refused, err error) {
@@ -195,7 +222,7 @@ func (s *Store) applyPlaceHold(txn *badger.Txn, o *op) (error, error) {
 	if dup {
 		return store.ErrExists, nil
 	}
-	w, refused, err := readWallet(txn, o.account)
+	w, refused, err := s.writerWallet(txn, o.account)
 	if refused != nil || err != nil {
 		return refused, err
 	}
@@ -206,8 +233,7 @@ func (s *Store) applyPlaceHold(txn *badger.Txn, o *op) (error, error) {
 	if err := txn.Set(o.key, o.val); err != nil {
 		return nil, err
 	}
-	o.wallet = w
-	return nil, txn.Set(walletKey(o.account), encodeWallet(w))
+	return nil, s.setWallet(txn, o, w)
 }
 
 func (s *Store) applySettle(txn *badger.Txn, o *op) (error, error) {
@@ -230,7 +256,7 @@ func (s *Store) applySettle(txn *badger.Txn, o *op) (error, error) {
 			return fmt.Errorf("badgerstore: row account %q differs from hold account %q", o.row.AccountID, h.AccountID), nil
 		}
 		var refused error
-		w, refused, err = readWallet(txn, h.AccountID)
+		w, refused, err = s.writerWallet(txn, h.AccountID)
 		if refused != nil || err != nil {
 			return refused, err
 		}
@@ -255,7 +281,7 @@ func (s *Store) applySettle(txn *badger.Txn, o *op) (error, error) {
 		if err := txn.Delete(o.key); err != nil {
 			return nil, err
 		}
-		if err := txn.Set(walletKey(o.row.AccountID), encodeWallet(w)); err != nil {
+		if err := s.setWallet(txn, o, w); err != nil {
 			return nil, err
 		}
 		if keyUse != nil {
@@ -295,10 +321,9 @@ func (s *Store) applyCreateAccount(txn *badger.Txn, o *op) (error, error) {
 		return nil, err
 	}
 	w := store.Wallet{AccountID: o.account, Balance: o.amount}
-	if err := txn.Set(walletKey(o.account), encodeWallet(w)); err != nil {
+	if err := s.setWallet(txn, o, w); err != nil {
 		return nil, err
 	}
-	o.wallet = w
 	if o.amount == 0 {
 		return nil, nil
 	}
@@ -306,15 +331,14 @@ func (s *Store) applyCreateAccount(txn *badger.Txn, o *op) (error, error) {
 }
 
 func (s *Store) applyCredit(txn *badger.Txn, o *op) (error, error) {
-	w, refused, err := readWallet(txn, o.account)
+	w, refused, err := s.writerWallet(txn, o.account)
 	if refused != nil || err != nil {
 		return refused, err
 	}
 	w.Balance += o.amount
-	if err := txn.Set(walletKey(o.account), encodeWallet(w)); err != nil {
+	if err := s.setWallet(txn, o, w); err != nil {
 		return nil, err
 	}
-	o.wallet = w
 	return nil, s.writeLedger(txn, o)
 }
 
