@@ -63,8 +63,10 @@ func TestFaultsChannelFailover(t *testing.T) {
 		channelBlock("all-500-a", bad500.URL, 10, "all-500") +
 		channelBlock("all-500-b", bad500.URL, 5, "all-500") +
 		channelBlock("brk-bad", bad500.URL, 10, "brk") +
-		channelBlock("brk-good", good.URL, 5, "brk")
-	for _, m := range []string{"fo-500", "fo-closed", "fo-429", "all-429", "all-500", "brk"} {
+		channelBlock("brk-good", good.URL, 5, "brk") +
+		channelBlock("mixed-closed", closed, 10, "mixed") +
+		channelBlock("mixed-good", good.URL, 5, "mixed")
+	for _, m := range []string{"fo-500", "fo-closed", "fo-429", "all-429", "all-500", "brk", "mixed"} {
 		cfg += modelBlock(m)
 	}
 	g := testgw.Start(t, testgw.Options{Config: cfg})
@@ -134,6 +136,21 @@ func TestFaultsChannelFailover(t *testing.T) {
 			w.settled(t, 1)
 		})
 	}
+
+	// A failover whose last channel answers with a final 4xx: both upstream
+	// calls count, the first is listed as an attempt.
+	t.Run("failover ending in an upstream 400", func(t *testing.T) {
+		t.Parallel()
+		t.Skip("known bug: pipeline/log.go:93 counts the final non-failover upstream call only when no attempt was listed, so attempts_count is 1 for two upstream calls")
+		w := newWallet(g)
+		r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("mixed", "refuse me [sim:error=400]", ""))
+		if code, typ, _ := r.errorOf(t); r.Status != 400 || code != "invalid_request" || typ != "invalid_request_error" {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		row := w.last(t, 1)
+		checkRow(t, row, rowWant{status: "error", code: "invalid_request", attempts: 2, failed: 1})
+		w.settled(t, 1)
+	})
 
 	// Sequential on purpose: the breaker counts consecutive failures.
 	t.Run("circuit breaker skips a failing channel after three failures", func(t *testing.T) {
