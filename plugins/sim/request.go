@@ -43,7 +43,7 @@ func readConv(p protocol.ID, body string, k *Knobs) conv {
 	case protocol.OpenAIChat:
 		msgs := root.Get("messages")
 		c.count(msgs, k)
-		last = lastElem(msgs)
+		last = lastTurn(msgs)
 		switch last.Get("role").Str {
 		case "tool":
 			c.hasResult, c.result = true, chatText(last.Get("content"))
@@ -60,7 +60,7 @@ func readConv(p protocol.ID, body string, k *Knobs) conv {
 		msgs := root.Get("messages")
 		c.count(msgs, k)
 		c.count(root.Get("system"), k)
-		last = lastElem(msgs)
+		last = lastTurn(msgs)
 		if last.Get("role").Str == "user" {
 			c.messagesUser(last.Get("content"))
 		}
@@ -118,6 +118,22 @@ func lastElem(arr gjson.Result) gjson.Result {
 	var last gjson.Result
 	arr.ForEach(func(_, v gjson.Result) bool {
 		last = v
+		return true
+	})
+	return last
+}
+
+// lastTurn is the last message that is not a system message: Claude Code
+// appends system-role notes after the user's turn for some models.
+func lastTurn(arr gjson.Result) gjson.Result {
+	if !arr.IsArray() {
+		return gjson.Result{}
+	}
+	var last gjson.Result
+	arr.ForEach(func(_, v gjson.Result) bool {
+		if r := v.Get("role").Str; r != "system" && r != "developer" {
+			last = v
+		}
 		return true
 	})
 	return last

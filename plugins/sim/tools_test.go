@@ -290,3 +290,12 @@ func TestVendor(t *testing.T) {
 		}
 	}
 }
+
+func TestToolTurnAfterTrailingSystemMessage(t *testing.T) {
+	body := `{"model":"m","max_tokens":100,"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}],` +
+		`"messages":[{"role":"user","content":"Use the Bash tool to run: echo hi"},{"role":"system","content":[{"type":"text","text":"# Environment"}]}]}`
+	c := readConv(protocol.AnthropicMessages, body, &Knobs{})
+	if !c.lastIsUser || !strings.Contains(c.userText, "Bash") {
+		t.Fatalf("the user's turn was not found behind the system note: %+v", c)
+	}
+}
