@@ -208,6 +208,9 @@ model "slowpoke" {
 		if disc.inFlight() != 1 {
 			t.Fatalf("the upstream answers %d calls mid-stream, want 1", disc.inFlight())
 		}
+		if _, held := g.Balance(w.acct); held == "0" {
+			t.Fatal("no hold while the stream runs")
+		}
 		resp.Body.Close()
 		closed := time.Now()
 		disc.waitIdle(t, time.Second)
