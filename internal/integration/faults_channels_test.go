@@ -156,6 +156,8 @@ func TestFaultsChannelFailover(t *testing.T) {
 	t.Run("circuit breaker skips a failing channel after three failures", func(t *testing.T) {
 		w := newWallet(g)
 		for i := 1; i <= 4; i++ {
+			// The parallel cases wait until this one is done: the count is ours.
+			badCalls := len(bad500.requests())
 			r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("brk", "call "+itoa(i), ""))
 			if r.Status != 200 {
 				t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
@@ -165,6 +167,9 @@ func TestFaultsChannelFailover(t *testing.T) {
 				checkRow(t, row, rowWant{status: "success", attempts: 2, failed: 1, billed: true})
 			} else {
 				checkRow(t, row, rowWant{status: "success", attempts: 1, failed: 0, billed: true})
+				if n := len(bad500.requests()); n != badCalls {
+					t.Errorf("the open breaker let %d calls reach the failing upstream", n-badCalls)
+				}
 			}
 		}
 		w.settled(t, 4)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,10 +166,21 @@ func TestProtocolsNativeThroughVendorPlugins(t *testing.T) {
 			"anthropic_messages": "up-claude", "gemini_native": "up-gemini",
 		})
 	})
-	// Each SDK call reached the upstream on its vendor's own path.
+	// Each SDK call reached the upstream on its vendor's own path, with the
+	// channel's key and never the client's.
 	paths := map[string]bool{}
 	for _, r := range up.requests() {
 		paths[r.Path] = true
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				if strings.Contains(v, "sk-tollgate") {
+					t.Errorf("the client's key reached the upstream in %s on %s", k, r.Path)
+				}
+			}
+		}
+		if !strings.Contains(r.Header.Get("Authorization")+r.Header.Get("x-api-key")+r.Header.Get("x-goog-api-key"), upstreamKey) {
+			t.Errorf("no channel key on %s: %v", r.Path, r.Header)
+		}
 	}
 	for _, p := range []string{"/v1/chat/completions", "/v1/responses", "/v1/messages",
 		"/v1beta/models/up-gemini:generateContent", "/v1beta/models/up-gemini:streamGenerateContent"} {
