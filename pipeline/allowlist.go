@@ -6,6 +6,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -23,6 +24,10 @@ func newAllowlist(d *Deps, _ map[string]string) (Stage, error) {
 func (s *allowlistStage) Name() string { return "allowlist" }
 
 func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
+	if c.Protocol == protocol.AnthropicMessages && c.Request.Header.Get("anthropic-version") == "" {
+		// The vendor's API refuses a raw call without it; the SDKs always send it.
+		return apierr.New(apierr.InvalidRequest, "anthropic-version: header is required (use 2023-06-01)")
+	}
 	c.Codec = codec.For(c.Protocol)
 	if c.Codec == nil {
 		return apierr.Newf(apierr.InternalError, "no codec for protocol %s", c.Protocol)

@@ -54,6 +54,7 @@ type Call struct {
 	Attempts      []store.Attempt
 	Served        bool   // an upstream answer reached the client
 	UpstreamTried bool   // at least one channel was called
+	UpstreamCalls int    // channels called, the served or final one included
 	Channel       string // channel that served
 	UpstreamErr   string // error detail for the row, redacted later
 	response      *pendingResponse

@@ -73,6 +73,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 		v := s.vendors[ch.Vendor]
 		started := s.now()
 		c.UpstreamTried = true
+		c.UpstreamCalls++
 		var res outcome
 		var err error
 		if v == nil {

@@ -85,11 +85,8 @@ func (s *logStage) row(c *Call) *store.LogRow {
 		r.ErrorCode = c.Err.Code
 		r.ErrorMessage = c.Err.Message
 	}
-	if c.UpstreamTried {
-		n := len(c.Attempts)
-		if c.Served || c.Err == nil || n == 0 {
-			n++
-		}
+	if c.UpstreamCalls > 0 {
+		n := c.UpstreamCalls
 		r.AttemptsCount = &n
 	}
 	r.Tech = techView(c)

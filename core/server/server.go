@@ -172,11 +172,6 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 		ModelID:    model,
 		StreamPath: streamPath,
 	}
-	if p == protocol.AnthropicMessages && r.Header.Get("anthropic-version") == "" {
-		// The vendor's API refuses a raw call without it; the SDKs always send it.
-		apierr.Write(w, p, apierr.New(apierr.InvalidRequest, "anthropic-version: header is required (use 2023-06-01)"))
-		return
-	}
 	body, err := readBody(w, r, MaxChatBody)
 	if err != nil {
 		apierr.Write(w, p, err)
