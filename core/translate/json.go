@@ -1,9 +1,9 @@
 package translate
 
 import (
+	"github.com/tollgate-gw/tollgate/core/jsonw"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -47,8 +47,6 @@ func keyRaw(b []byte, k, raw string) []byte { return append(key(b, k), raw...) }
 
 func keyInt(b []byte, k string, n int64) []byte { return strconv.AppendInt(key(b, k), n, 10) }
 
-const hexDigits = "0123456789abcdef"
-
 // appendStr appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func appendStr(b []byte, s string) []byte {
 	b = append(b, '"')
@@ -57,44 +55,7 @@ func appendStr(b []byte, s string) []byte {
 }
 
 // appendEscaped appends the inside of a JSON string holding s.
-func appendEscaped(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(b, s[start:]...)
-}
+func appendEscaped(b []byte, s string) []byte { return jsonw.AppendEscaped(b, s) }
 
 // inner returns the raw inside of a JSON string value (escapes kept), ""
 // for anything else.
