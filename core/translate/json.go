@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"github.com/tollgate-gw/tollgate/core/jsonw"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -9,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/jsonw"
 )
 
 // Output JSON is built by appending to byte slices: values read from a

@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"github.com/tollgate-gw/tollgate/core/jsonw"
 	"strconv"
+
+	"github.com/tollgate-gw/tollgate/core/jsonw"
 )
 
 // appendStr appends s as a JSON string.
