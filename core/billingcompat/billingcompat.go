@@ -138,7 +138,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, key store.Key) *
 	}
 	var sum money.Nano
 	lq := store.LogQuery{AccountID: key.AccountID, KeyID: key.ID, From: start, To: end, Asc: true}
-	err := h.st.ScanLogs(r.Context(), lq, func(row store.LogRow) bool {
+	err := store.ScanTotals(r.Context(), h.st, lq, func(row store.LogTotal) bool {
 		sum += row.Cost
 		return true
 	})

@@ -56,7 +56,7 @@ type summaryJSON struct {
 	ByModel      []modelJSON  `json:"by_model"`
 }
 
-func (t *summaryTotal) add(row *store.LogRow) {
+func (t *summaryTotal) add(row *store.LogTotal) {
 	t.Requests++
 	t.Cost += row.Cost
 	t.InputTokens += row.InputTokens
@@ -134,7 +134,7 @@ func (h *Handler) summarize(r *http.Request, q store.LogQuery, s scope, win wind
 		out.ByDay[i].Date = first.Add(time.Duration(i) * day).Format("2006-01-02")
 	}
 	models := map[string]*modelJSON{}
-	err := h.st.ScanLogs(r.Context(), q, func(row store.LogRow) bool {
+	err := store.ScanTotals(r.Context(), h.st, q, func(row store.LogTotal) bool {
 		out.Total.add(&row)
 		switch row.Status {
 		case store.StatusSuccess:

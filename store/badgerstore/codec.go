@@ -327,26 +327,50 @@ func decodeRow(v []byte, id uint64) (store.LogRow, error) {
 
 // encodeIndex is the value of both log indexes: the fields QueryLogs
 // filters on, so most filtering never reads the row.
+// encodeIndex is the value of a log index entry: the filter fields, then
+// the totals a summary needs, so neither filters nor summaries read rows.
 func encodeIndex(b []byte, r *store.LogRow) []byte {
 	e := enc{b}
 	e.str(r.Status)
 	e.str(r.Model)
 	e.str(r.UnitType)
 	e.str(r.ErrorCode)
-	return e.b
+	b = binary.AppendVarint(e.b, int64(r.Cost))
+	b = binary.AppendVarint(b, r.InputTokens)
+	b = binary.AppendVarint(b, r.OutputTokens)
+	return binary.AppendVarint(b, r.CachedTokens)
 }
 
 // indexFields splits an index value without allocating.
 func indexFields(v []byte) (status, model, unitType, errorCode []byte, ok bool) {
+	status, model, unitType, errorCode, _, ok = indexParts(v)
+	return
+}
+
+func indexParts(v []byte) (status, model, unitType, errorCode, rest []byte, ok bool) {
 	var f [4][]byte
 	for i := range f {
 		n, w := binary.Uvarint(v)
 		if w <= 0 || n > uint64(len(v)-w) {
-			return nil, nil, nil, nil, false
+			return nil, nil, nil, nil, nil, false
 		}
 		f[i], v = v[w:w+int(n)], v[w+int(n):]
 	}
-	return f[0], f[1], f[2], f[3], len(v) == 0
+	return f[0], f[1], f[2], f[3], v, true
+}
+
+// indexTotals reads the totals after the filter fields; ok is false for
+// an entry written without them.
+func indexTotals(rest []byte) (cost money.Nano, in, out, cached int64, ok bool) {
+	var f [4]int64
+	for i := range f {
+		n, w := binary.Varint(rest)
+		if w <= 0 {
+			return 0, 0, 0, 0, false
+		}
+		f[i], rest = n, rest[w:]
+	}
+	return money.Nano(f[0]), f[1], f[2], f[3], len(rest) == 0
 }
 
 func encodeHold(h *store.Hold) []byte {

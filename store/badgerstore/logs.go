@@ -82,6 +82,18 @@ func page(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, em
 	if q.Ref != "" {
 		return refPage(ctx, txn, q, limit, emit)
 	}
+	return walk(ctx, txn, q, limit, func(item *badger.Item, k []byte) error {
+		r, err := readRow(txn, tailID(k))
+		if err == nil {
+			emit(r)
+		}
+		return err
+	})
+}
+
+// walk visits up to limit index entries of q's window that pass its
+// filters, in q's order.
+func walk(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, visit func(item *badger.Item, k []byte) error) error {
 	m := newMatcher(q)
 	var prefix []byte
 	if q.KeyID != "" {
@@ -123,16 +135,79 @@ func page(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, em
 		if !ok {
 			continue
 		}
-		r, err := readRow(txn, tailID(k))
-		if err != nil {
+		if err := visit(item, k); err != nil {
 			return err
 		}
-		emit(r)
 		if limit--; limit == 0 {
 			return nil
 		}
 	}
 	return nil
+}
+
+// ScanLogTotals is ScanLogs for summaries: the totals come from the index
+// entries, so no row is read (but for entries written without totals).
+func (s *Store) ScanLogTotals(ctx context.Context, q store.LogQuery, fn func(store.LogTotal) bool) error {
+	toTotal := func(r store.LogRow) store.LogTotal {
+		return store.LogTotal{CreatedAt: r.CreatedAt, Model: r.Model, Status: r.Status, Cost: r.Cost,
+			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens}
+	}
+	if q.Ref != "" {
+		return s.ScanLogs(ctx, q, func(r store.LogRow) bool { return fn(toTotal(r)) })
+	}
+	buf := make([]store.LogTotal, 0, scanChunk)
+	var lastID uint64
+	for {
+		buf = buf[:0]
+		err := s.view(ctx, func(txn *badger.Txn) error {
+			return walk(ctx, txn, &q, scanChunk, func(item *badger.Item, k []byte) error {
+				id := tailID(k)
+				var t store.LogTotal
+				var have bool
+				err := item.Value(func(v []byte) error {
+					status, model, _, _, rest, ok := indexParts(v)
+					if !ok {
+						return nil
+					}
+					cost, in, out, cached, ok := indexTotals(rest)
+					if !ok {
+						return nil
+					}
+					t = store.LogTotal{Model: string(model), Status: string(status), Cost: cost,
+						InputTokens: in, OutputTokens: out, CachedTokens: cached}
+					have = true
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if have {
+					t.CreatedAt = parseTS(k[len(k)-posLen:])
+				} else {
+					r, err := readRow(txn, id)
+					if err != nil {
+						return err
+					}
+					t = toTotal(r)
+				}
+				buf = append(buf, t)
+				lastID = id
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		for _, t := range buf {
+			if !fn(t) {
+				return nil
+			}
+		}
+		if len(buf) < scanChunk {
+			return nil
+		}
+		q.After = &store.LogPosition{CreatedAt: buf[len(buf)-1].CreatedAt, ID: lastID}
+	}
 }
 
 // refPage answers a Ref query from the ref index: a handful of rows,

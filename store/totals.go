@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+)
+
+// LogTotal is what a summary needs of a row.
+type LogTotal struct {
+	CreatedAt    time.Time
+	Model        string
+	Status       string
+	Cost         money.Nano
+	InputTokens  int64
+	OutputTokens int64
+	CachedTokens int64
+}
+
+// LogTotaler is an optional Store capability: totals read from an index
+// alone, without reading each row (summaries over a million rows).
+type LogTotaler interface {
+	ScanLogTotals(ctx context.Context, q LogQuery, fn func(LogTotal) bool) error
+}
+
+// ScanTotals calls fn with the totals of each row matching q, in order,
+// from the backend's index when it can, else from the rows.
+func ScanTotals(ctx context.Context, st Store, q LogQuery, fn func(LogTotal) bool) error {
+	if t, ok := st.(LogTotaler); ok {
+		return t.ScanLogTotals(ctx, q, fn)
+	}
+	return st.ScanLogs(ctx, q, func(r LogRow) bool {
+		return fn(LogTotal{
+			CreatedAt: r.CreatedAt, Model: r.Model, Status: r.Status, Cost: r.Cost,
+			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedTokens: r.CachedTokens,
+		})
+	})
+}
