@@ -145,6 +145,25 @@ model "slowpoke" {
 		})
 	}
 
+	// The model's timeout bounds the whole stream: past it the stream just
+	// ends, and the row is interrupted and billed for what was sent.
+	t.Run("timeout mid-stream", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		start := time.Now()
+		status, _, evs, _ := rawStream(t, g.URL+"/v1/chat/completions", bearer(w.key),
+			chatBody("slowpoke", "slowly [sim:slow=400ms] [sim:words=40]", `"stream":true`))
+		took := time.Since(start)
+		if status != 200 || len(evs) < 2 || hasDone(evs) {
+			t.Fatalf("%d, %d events, done %v", status, len(evs), hasDone(evs))
+		}
+		if took < 2*time.Second || took > 6*time.Second {
+			t.Errorf("the stream ended after %s, want about the model's 2s", took)
+		}
+		checkRow(t, w.last(t, 1), rowWant{status: "interrupted", code: "upstream_timeout", attempts: 1, billed: true})
+		w.settled(t, 1)
+	})
+
 	// Mid-stream failures: after the 200 the gateway injects nothing; the
 	// stream just ends without its terminator. Billed on what was sent.
 	t.Run("mid-stream cut/completions", func(t *testing.T) {

@@ -116,6 +116,19 @@ func TestProtocolsSpecRules(t *testing.T) {
 		})
 	}
 
+	t.Run("responses: stream events in the spec's order", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		status, _, evs, err := rawStream(t, g.URL+"/v1/responses", bearer(w.key),
+			`{"model":"gpt-5-codex","instructions":"x","stream":true,"input":[{"role":"user","content":"hi [sim:chunks=3]"}]}`)
+		if err != nil || status != 200 {
+			t.Fatalf("%d %v %v", status, err, evs)
+		}
+		checkResponsesEvents(t, evs)
+		checkRow(t, w.last(t, 1), rowWant{status: "success", attempts: 1, billed: true})
+		w.settled(t, 1)
+	})
+
 	// The official Gemini client streams with ?alt=sse and sends its key in
 	// x-goog-api-key: plain SSE, one GenerateContentResponse per data line,
 	// the last one with finishReason and usageMetadata.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/sse"
@@ -281,5 +283,45 @@ func (u *upstream) waitIdle(t *testing.T, within time.Duration) {
 			t.Fatalf("the upstream still answers %d calls after %s", u.inFlight(), within)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkResponsesEvents checks a responses-style stream against the spec's
+// Events part: response.created (usage null), response.in_progress, a
+// message item added, text deltas, the text and item done, then
+// response.completed with usage; sequence_number counts up from 0 and each
+// event's type is its SSE event name.
+func checkResponsesEvents(t *testing.T, evs []protocol.Event) {
+	t.Helper()
+	var names []string
+	for i, ev := range evs {
+		d := gjson.ParseBytes(ev.Data)
+		if d.Get("sequence_number").Int() != int64(i) || !d.Get("sequence_number").Exists() {
+			t.Fatalf("event %d %s: sequence_number %s", i, ev.Name, d.Get("sequence_number").Raw)
+		}
+		if d.Get("type").String() != ev.Name {
+			t.Fatalf("event %d named %q has type %q", i, ev.Name, d.Get("type").String())
+		}
+		names = append(names, ev.Name)
+	}
+	if len(evs) < 5 {
+		t.Fatalf("events %v", names)
+	}
+	first, last := gjson.ParseBytes(evs[0].Data), gjson.ParseBytes(evs[len(evs)-1].Data)
+	if names[0] != "response.created" || first.Get("response.usage").Type != gjson.Null || names[1] != "response.in_progress" {
+		t.Fatalf("stream opens with %v, usage %s", names[:2], first.Get("response.usage").Raw)
+	}
+	if names[len(names)-1] != "response.completed" || last.Get("response.usage.total_tokens").Int() == 0 {
+		t.Fatalf("stream ends with %s: %s", names[len(names)-1], evs[len(evs)-1].Data)
+	}
+	order := []string{"response.output_item.added", "response.output_text.delta", "response.output_text.done", "response.output_item.done", "response.completed"}
+	at := 0
+	for _, n := range names {
+		if at < len(order) && n == order[at] {
+			at++
+		}
+	}
+	if at != len(order) {
+		t.Fatalf("events out of the spec's order %v: %v", order, names)
 	}
 }

@@ -153,6 +153,19 @@ func TestTranslationPaths(t *testing.T) {
 		})
 	}
 
+	t.Run("responses client on a chat upstream: stream events in the spec's order", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		status, h, evs, err := rawStream(t, g.URL+"/v1/responses", bearer(w.key),
+			`{"model":"up-chat","instructions":"x","stream":true,"input":[{"role":"user","content":"hi [sim:chunks=3]"}]}`)
+		if err != nil || status != 200 || h.Get("X-Protocol-Translation") != "openai_responses_to_openai_chat" {
+			t.Fatalf("%d %v %v %v", status, err, h, evs)
+		}
+		checkResponsesEvents(t, evs)
+		checkRow(t, w.last(t, 1), rowWant{status: "success", attempts: 1, billed: true})
+		w.settled(t, 1)
+	})
+
 	// Without translate_from a messages client cannot reach a chat-only
 	// model: 503 no_channel_available in the messages shape, nothing billed.
 	t.Run("messages client on a chat-only model without translate_from", func(t *testing.T) {
