@@ -18,6 +18,7 @@ type plan struct {
 	words    int    // words in text
 	chunks   int    // content chunks the text streams in
 	tool     string // the called tool's name; "" for a text reply
+	image    bool   // a responses-style image_generation call
 	args     []byte // the call's JSON arguments
 	argFrags int    // argument fragments a stream sends
 	limited  bool   // stopped by max tokens
@@ -49,6 +50,11 @@ func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs) *plan 
 	}
 	pl.cached = min(k.Cached, pl.in)
 	pl.thinking = k.Reasoning
+	if wantsImage(p, c) {
+		pl.image = true
+		pl.out = 1 + pl.thinking
+		return pl
+	}
 	if c.lastIsUser && !c.hasResult {
 		if t, ok := pickTool(p, c); ok {
 			pl.tool = t.name

@@ -84,6 +84,9 @@ func appendRespItem(b []byte, pl *plan, done bool) []byte {
 	if done {
 		status = respStatus(pl)
 	}
+	if pl.image {
+		return appendImageItem(b, pl, done)
+	}
 	if pl.tool != "" {
 		b = append(b, `{"id":"fc_`...)
 		b = pl.appendID(b, 3)
@@ -138,7 +141,10 @@ func respEvent(s *streamer, typ string) int {
 // appendItemRef appends the item_id, output_index and content_index.
 func appendItemRef(b []byte, pl *plan, content bool) []byte {
 	b = append(b, `,"item_id":"`...)
-	if pl.tool != "" {
+	if pl.image {
+		b = append(b, "ig_"...)
+		b = pl.appendID(b, 5)
+	} else if pl.tool != "" {
 		b = append(b, "fc_"...)
 		b = pl.appendID(b, 3)
 	} else {
@@ -169,7 +175,16 @@ func streamResponses(s *streamer, pl *plan) error {
 	if err := s.send(st); err != nil {
 		return err
 	}
-	if pl.tool != "" {
+	if pl.image {
+		for _, typ := range [...]string{"response.image_generation_call.in_progress", "response.image_generation_call.generating", "response.image_generation_call.completed"} {
+			st = respEvent(s, typ)
+			s.buf = appendItemRef(s.buf, pl, false)
+			s.buf = append(s.buf, '}')
+			if err := s.send(st); err != nil {
+				return err
+			}
+		}
+	} else if pl.tool != "" {
 		for off := 0; off < len(pl.args); off += argFragment {
 			st = respEvent(s, "response.function_call_arguments.delta")
 			s.buf = appendItemRef(s.buf, pl, false)
