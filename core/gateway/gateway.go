@@ -49,6 +49,10 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	cfg, log := o.Config, o.Logger
 	now := time.Now
+	if cfg.Server.TLS != nil {
+		// Refuse rather than serve plain HTTP to an operator who asked for HTTPS.
+		return fmt.Errorf("%s: server.tls: automatic HTTPS is not available in this version; terminate TLS in front of Tollgate and remove the tls block", configName(cfg))
+	}
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}

@@ -74,3 +74,11 @@ func TestPipelineConfigErrorsFailAtStart(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 }
+
+func TestTLSBlockIsRefusedRatherThanIgnored(t *testing.T) {
+	dir := testgw.Build(t)
+	out := runExpectFailure(t, dir+"/tollgate", "server {\n  tls {\n    domain = \"gw.example.com\"\n  }\n}\n")
+	if !strings.Contains(out, "server.tls") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
