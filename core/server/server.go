@@ -111,10 +111,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("x-request-id", id)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 	if _, pattern := s.mux.Handler(r); pattern == "" {
+		if allowed := s.allowedMethods(r); allowed != "" {
+			e := apierr.Newf(apierr.InvalidRequest, "method %s is not allowed on %s; use %s", r.Method, r.URL.Path, allowed)
+			e.Status = http.StatusMethodNotAllowed
+			apierr.Write(w, protocolOfPath(r.URL.Path), e.WithHeader("Allow", allowed))
+			return
+		}
 		apierr.Write(w, protocolOfPath(r.URL.Path), apierr.Newf(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// allowedMethods lists the methods that do have a route for r's path.
+func (s *Server) allowedMethods(r *http.Request) string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && !strings.HasSuffix(pattern, "/{$}") {
+			allowed = append(allowed, m)
+		}
+	}
+	return strings.Join(allowed, ", ")
 }
 
 type requestIDKey struct{}

@@ -456,3 +456,23 @@ func TestGeminiRoutesOnV1AndV1beta(t *testing.T) {
 		})
 	}
 }
+
+func TestWrongMethodIs405(t *testing.T) {
+	e := newEnv(t, map[string]string{"primary": "ok"})
+	resp, err := http.Get(e.url + "/v1/chat/completions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Fatalf("%d allow=%q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	resp2, err := http.Get(e.url + "/v1/nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != 404 {
+		t.Fatalf("unknown path: %d", resp2.StatusCode)
+	}
+}
