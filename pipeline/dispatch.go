@@ -279,15 +279,36 @@ func (r *relay) Head(h vendor.Head) error {
 }
 
 func (r *relay) Event(ev vendor.Event) error {
+	if err := r.add(ev); err != nil {
+		return err
+	}
+	r.out.Flush()
+	return nil
+}
+
+// Events writes events that arrived together and flushes once.
+func (r *relay) Events(evs []vendor.Event) error {
+	for _, ev := range evs {
+		if err := r.add(ev); err != nil {
+			return err
+		}
+	}
+	r.out.Flush()
+	return nil
+}
+
+// add tracks one upstream event and writes what the client gets of it,
+// unflushed.
+func (r *relay) add(ev vendor.Event) error {
 	pe := protocol.Event{Name: ev.Name, Data: ev.Data}
 	keep := r.track.Observe(pe)
 	if r.tr != nil {
-		return r.tr.Event(pe, r.out.Write)
+		return r.tr.Event(pe, r.out.Append)
 	}
 	if !keep && !r.keepUsage {
 		return nil
 	}
-	return r.out.Write(pe)
+	return r.out.Append(pe)
 }
 
 func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
@@ -338,3 +359,5 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 }
 
 var builtinToolErrorChunk = []byte(`{"error":{"message":"the upstream failed while running a built-in tool","type":"api_error","code":"upstream_error"}}`)
+
+var _ vendor.BatchSink = (*relay)(nil)

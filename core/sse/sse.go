@@ -82,6 +82,32 @@ func (r *Reader) Next() (protocol.Event, error) {
 	}
 }
 
+// Ready reports whether a whole event is already buffered, so that Next
+// returns it without waiting on the source. Relays use it to pass on
+// together the events that arrived together.
+func (r *Reader) Ready() bool {
+	buf, _ := r.br.Peek(r.br.Buffered())
+	fields := false
+	for len(buf) > 0 {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return false
+		}
+		line := bytes.TrimRight(buf[:i], "\r")
+		buf = buf[i+1:]
+		switch {
+		case len(line) == 0:
+			if fields {
+				return true
+			}
+		case bytes.HasPrefix(line, []byte("data")) || bytes.HasPrefix(line, []byte("event")):
+			f, _, _ := bytes.Cut(line, []byte{':'})
+			fields = fields || string(f) == "data" || string(f) == "event"
+		}
+	}
+	return false
+}
+
 func (r *Reader) event() protocol.Event {
 	ev := protocol.Event{Data: append([]byte(nil), r.data...)}
 	if len(r.name) > 0 {
@@ -115,6 +141,23 @@ func SetHeaders(h http.Header) {
 // Write sends one event: an "event:" line when it has a name, one "data:"
 // line per line of data, and the blank line; then flushes.
 func (s *Writer) Write(ev protocol.Event) error {
+	if err := s.Append(ev); err != nil {
+		return err
+	}
+	s.Flush()
+	return nil
+}
+
+// Flush sends what Append wrote.
+func (s *Writer) Flush() {
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+// Append writes one event like Write, without flushing: for events that
+// arrived together, flushed once after the last.
+func (s *Writer) Append(ev protocol.Event) error {
 	b := s.buf[:0]
 	if ev.Name != "" {
 		b = append(b, "event: "...)
@@ -134,13 +177,8 @@ func (s *Writer) Write(ev protocol.Event) error {
 	}
 	b = append(b, '\n')
 	s.buf = b
-	if _, err := s.w.Write(b); err != nil {
-		return err
-	}
-	if s.f != nil {
-		s.f.Flush()
-	}
-	return nil
+	_, err := s.w.Write(b)
+	return err
 }
 
 // Done writes the completions-style terminator "data: [DONE]".

@@ -48,3 +48,54 @@ func TestWriterRoundTrip(t *testing.T) {
 		t.Fatalf("got %q", buf.String())
 	}
 }
+
+// Ready is true exactly when Next can return an event without reading.
+func TestReaderReady(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := NewReader(pr)
+	write := func(s string) {
+		go func() { _, _ = pw.Write([]byte(s)) }()
+	}
+	write("event: a\ndata: 1\n\ndata: 2\r\n\r\n: ping\n\ndata: 3\n")
+	ev, err := r.Next()
+	if err != nil || ev.Name != "a" {
+		t.Fatalf("first event %+v, %v", ev, err)
+	}
+	if !r.Ready() {
+		t.Fatal("the second event is buffered, but Ready is false")
+	}
+	if ev, err = r.Next(); err != nil || string(ev.Data) != "2" {
+		t.Fatalf("second event %+v, %v", ev, err)
+	}
+	if r.Ready() {
+		t.Fatal("only a comment and half an event are buffered, but Ready is true")
+	}
+	write("\n")
+	if ev, err = r.Next(); err != nil || string(ev.Data) != "3" {
+		t.Fatalf("third event %+v, %v", ev, err)
+	}
+	if r.Ready() {
+		t.Fatal("nothing is buffered, but Ready is true")
+	}
+	pw.Close()
+}
+
+func TestWriterAppendThenFlush(t *testing.T) {
+	var buf bytes.Buffer
+	fl := &flushCounter{w: &buf}
+	w := NewWriter(fl)
+	_ = w.Append(protocol.Event{Data: []byte("1")})
+	_ = w.Append(protocol.Event{Name: "e", Data: []byte("2")})
+	w.Flush()
+	if fl.n != 1 || buf.String() != "data: 1\n\nevent: e\ndata: 2\n\n" {
+		t.Fatalf("%d flushes, %q", fl.n, buf.String())
+	}
+}
+
+type flushCounter struct {
+	w io.Writer
+	n int
+}
+
+func (f *flushCounter) Write(b []byte) (int, error) { return f.w.Write(b) }
+func (f *flushCounter) Flush()                      { f.n++ }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,6 +187,7 @@ func (p *Plugin) supervise() {
 		old := p.v
 		p.v = nil
 		p.mu.Unlock()
+		closeClient(old)
 		if old != nil && c != nil {
 			c.Kill() // the process is gone; this closes its gRPC connection
 		}
@@ -210,11 +212,20 @@ func (p *Plugin) kill() {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
-	c := p.client
+	c, v := p.client, p.v
 	p.client, p.v = nil, nil
 	p.mu.Unlock()
+	closeClient(v)
 	if c != nil {
 		c.Kill()
+	}
+}
+
+// closeClient closes what a plugin's client holds open beside its gRPC
+// connection (the data plane's idle connections).
+func closeClient(v vendor.Vendor) {
+	if c, ok := v.(io.Closer); ok {
+		_ = c.Close()
 	}
 }
 
@@ -342,6 +353,11 @@ func (s *sinkGuard) Head(h vendor.Head) error {
 
 func (s *sinkGuard) Event(e vendor.Event) error {
 	s.err = s.Sink.Event(e)
+	return s.err
+}
+
+func (s *sinkGuard) Events(evs []vendor.Event) error {
+	s.err = vendor.SendEvents(s.Sink, evs)
 	return s.err
 }
 

@@ -239,20 +239,32 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 		bufPool.Put(br)
 	}()
 	rd := sse.NewReader(br) // takes br as is: it is already big enough
+	// Events that arrived together go to the sink together (one frame to
+	// the host, one flush to the client); none waits for a later read.
+	batch := make([]vendor.Event, 0, 8)
 	for {
 		ev, err := rd.Next()
-		if err == io.EOF {
-			return nil
-		}
 		if err != nil {
+			if serr := vendor.SendEvents(sink, batch); serr != nil {
+				return stopped(serr)
+			}
+			if err == io.EOF {
+				return nil
+			}
 			return classify(ctx, err, req)
+		}
+		batch = append(batch, vendor.Event{Name: ev.Name, Data: ev.Data})
+		if rd.Ready() {
+			continue
 		}
 		if idle != nil {
 			idle.Stop()
 		}
-		if err := sink.Event(vendor.Event{Name: ev.Name, Data: ev.Data}); err != nil {
+		if err := vendor.SendEvents(sink, batch); err != nil {
 			return stopped(err)
 		}
+		clear(batch)
+		batch = batch[:0]
 		if ctx.Err() != nil {
 			return classify(ctx, ctx.Err(), req)
 		}

@@ -93,8 +93,16 @@ func (e *Engine) Stream(ctx context.Context, c *Call, sink vendor.Sink) error {
 	if k.Cutting {
 		s.cut = k.Cut
 	}
+	// Without pauses every event is ready at once: a batch sink takes them
+	// together, as a relay would take events that arrived in one read.
+	_, s.batching = sink.(vendor.BatchSink)
+	s.batching = s.batching && k.Slow == 0 && !c.ReuseEventData
 	s.buf = make([]byte, 0, streamArena(pl, c.ReuseEventData))
-	return stream(&s, pl)
+	err = stream(&s, pl)
+	if ferr := s.flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // open checks the call and reads the conversation; resp is set when the
@@ -215,6 +223,22 @@ type streamer struct {
 	slow  time.Duration
 	reuse bool
 	name  string
+
+	batching bool
+	batch    []vendor.Event
+}
+
+// batchMax bounds the events held before they are sent.
+const batchMax = 64
+
+// flush sends the events held back.
+func (s *streamer) flush() error {
+	if len(s.batch) == 0 {
+		return nil
+	}
+	err := vendor.SendEvents(s.sink, s.batch)
+	s.batch = s.batch[:0]
+	return err
 }
 
 // begin starts an event named name and returns where its data starts.
@@ -239,11 +263,16 @@ func (s *streamer) send(start int) error {
 		return ctxFailure(err)
 	}
 	end := len(s.buf)
-	if err := s.sink.Event(vendor.Event{Name: s.name, Data: s.buf[start:end:end]}); err != nil {
-		return err
-	}
+	ev := vendor.Event{Name: s.name, Data: s.buf[start:end:end]}
 	s.sent++
-	return nil
+	if s.batching {
+		s.batch = append(s.batch, ev)
+		if len(s.batch) < batchMax {
+			return nil
+		}
+		return s.flush()
+	}
+	return s.sink.Event(ev)
 }
 
 func streamArena(pl *plan, reuse bool) int {

@@ -3,7 +3,9 @@ package vendor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -37,23 +39,57 @@ const MaxMessage = 64 << 20
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	Impl Vendor // set on the plugin side only
+	// DisableDataPlane keeps the host on gRPC calls (tests of that path).
+	DisableDataPlane bool
 }
 
 // GRPCServer registers the plugin's implementation.
 func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	vendorv1.RegisterVendorServer(s, &grpcServer{impl: p.Impl})
+	vendorv1.RegisterVendorServer(s, &grpcServer{impl: p.Impl, dp: &dataPlaneServer{impl: p.Impl}})
 	return nil
 }
 
-// GRPCClient returns a Vendor that calls the plugin.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &grpcClient{c: vendorv1.NewVendorClient(c)}, nil
+// GRPCClient returns a Vendor that calls the plugin: over its data plane
+// when it offers one, else over gRPC. Close it (io.Closer) when the
+// plugin is gone.
+func (p *GRPCPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	gc := &grpcClient{c: vendorv1.NewVendorClient(c)}
+	if p.DisableDataPlane {
+		return gc, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := gc.c.OpenDataPlane(ctx, &vendorv1.OpenDataPlaneRequest{Versions: []uint32{DataPlaneVersion}})
+	switch status.Code(err) {
+	case codes.OK:
+		if r.GetVersion() != DataPlaneVersion || r.GetNetwork() != "unix" {
+			return nil, fmt.Errorf("vendor: the plugin offers data plane version %d on %q, want %d on unix",
+				r.GetVersion(), r.GetNetwork(), DataPlaneVersion)
+		}
+		gc.dp = newDataPlaneClient(r)
+	case codes.Unimplemented: // an older plugin: gRPC calls only
+	default:
+		return nil, fmt.Errorf("vendor: open the data plane: %w", err)
+	}
+	return gc, nil
 }
 
 // grpcServer is the plugin side: gRPC calls to the Vendor implementation.
 type grpcServer struct {
 	vendorv1.UnimplementedVendorServer
 	impl Vendor
+	dp   *dataPlaneServer
+}
+
+func (s *grpcServer) OpenDataPlane(_ context.Context, req *vendorv1.OpenDataPlaneRequest) (*vendorv1.OpenDataPlaneResponse, error) {
+	if !slices.Contains(req.GetVersions(), DataPlaneVersion) {
+		return nil, status.Errorf(codes.Unimplemented, "data plane version %d only", DataPlaneVersion)
+	}
+	resp, err := s.dp.open()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "data plane: %v", err)
+	}
+	return resp, nil
 }
 
 func (s *grpcServer) Describe(ctx context.Context, _ *vendorv1.DescribeRequest) (*vendorv1.DescribeResponse, error) {
@@ -126,7 +162,16 @@ func (s *grpcServer) ChatStream(req *vendorv1.ChatRequest, stream vendorv1.Vendo
 
 // grpcClient is the host side: a Vendor whose calls go to the plugin.
 type grpcClient struct {
-	c vendorv1.VendorClient
+	c  vendorv1.VendorClient
+	dp *dataPlaneClient // nil: Chat and ChatStream go over gRPC
+}
+
+// Close closes the data plane's idle connections.
+func (c *grpcClient) Close() error {
+	if c.dp != nil {
+		return c.dp.Close()
+	}
+	return nil
 }
 
 var (
@@ -175,6 +220,9 @@ func (c *grpcClient) Configure(ctx context.Context, cfg Config) error {
 }
 
 func (c *grpcClient) Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error) {
+	if c.dp != nil {
+		return c.dp.chat(ctx, req)
+	}
 	r, err := c.c.Chat(ctx, toProtoRequest(req), maxCall...)
 	if err != nil {
 		return nil, err
@@ -186,6 +234,9 @@ func (c *grpcClient) Chat(ctx context.Context, req *ChatRequest) (*ChatResponse,
 }
 
 func (c *grpcClient) ChatStream(ctx context.Context, req *ChatRequest, sink Sink) error {
+	if c.dp != nil {
+		return c.dp.chatStream(ctx, req, sink)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.c.ChatStream(ctx, toProtoRequest(req), streamCall...)

@@ -77,6 +77,32 @@ type Sink interface {
 	Event(Event) error
 }
 
+// BatchSink is a Sink that also takes several events at once: those that
+// arrived together from the upstream, so it can write and flush them as
+// one. Vendors and transports use it when the sink offers it.
+type BatchSink interface {
+	Sink
+	// Events receives a non-empty batch in order. The slice is the
+	// caller's; the events' Data may be kept.
+	Events([]Event) error
+}
+
+// SendEvents delivers evs to s, in one call when s is a BatchSink.
+func SendEvents(s Sink, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if b, ok := s.(BatchSink); ok {
+		return b.Events(evs)
+	}
+	for _, e := range evs {
+		if err := s.Event(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // FailureKind says why an upstream call produced no (complete) answer.
 type FailureKind int
 

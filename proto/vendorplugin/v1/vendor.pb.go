@@ -381,8 +381,11 @@ type ChatRequest struct {
 	Operation string `protobuf:"bytes,9,opt,name=operation,proto3" json:"operation,omitempty"`
 	// Idle timeout between stream events, in milliseconds; 0 = none.
 	IdleTimeoutMs int64 `protobuf:"varint,10,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Data plane only: what was left of the caller's deadline when the call
+	// was sent, in microseconds (gRPC carries it in grpc-timeout); 0 = none.
+	ContextTimeoutUs int64 `protobuf:"varint,11,opt,name=context_timeout_us,json=contextTimeoutUs,proto3" json:"context_timeout_us,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ChatRequest) Reset() {
@@ -481,6 +484,13 @@ func (x *ChatRequest) GetOperation() string {
 func (x *ChatRequest) GetIdleTimeoutMs() int64 {
 	if x != nil {
 		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+func (x *ChatRequest) GetContextTimeoutUs() int64 {
+	if x != nil {
+		return x.ContextTimeoutUs
 	}
 	return 0
 }
@@ -821,6 +831,183 @@ func (*StreamFrame_Event) isStreamFrame_Frame() {}
 
 func (*StreamFrame_Failure) isStreamFrame_Frame() {}
 
+type OpenDataPlaneRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The data plane versions the host speaks; the plugin picks one.
+	Versions      []uint32 `protobuf:"varint,1,rep,packed,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenDataPlaneRequest) Reset() {
+	*x = OpenDataPlaneRequest{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenDataPlaneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenDataPlaneRequest) ProtoMessage() {}
+
+func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenDataPlaneRequest.ProtoReflect.Descriptor instead.
+func (*OpenDataPlaneRequest) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *OpenDataPlaneRequest) GetVersions() []uint32 {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+type OpenDataPlaneResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The version the plugin picked (1).
+	Version uint32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// Where to connect: network "unix", address a socket path (an abstract
+	// one, starting with "@", on Linux).
+	Network string `protobuf:"bytes,2,opt,name=network,proto3" json:"network,omitempty"`
+	Address string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	// Sent by the host as the first frame of every connection; the plugin
+	// closes connections that do not present it.
+	Token         []byte `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenDataPlaneResponse) Reset() {
+	*x = OpenDataPlaneResponse{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenDataPlaneResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenDataPlaneResponse) ProtoMessage() {}
+
+func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenDataPlaneResponse.ProtoReflect.Descriptor instead.
+func (*OpenDataPlaneResponse) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *OpenDataPlaneResponse) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *OpenDataPlaneResponse) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *OpenDataPlaneResponse) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *OpenDataPlaneResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// DataPlane, version 1. Every frame on the socket is a 4-byte big-endian
+// length n, then one type byte, then n-1 bytes of payload. A connection
+// carries one call at a time; the host closes it to cancel a call.
+//
+//	host -> plugin   'H' hello: the token, once, first
+//	                 'Q' a Chat call: ChatRequest
+//	                 'S' a ChatStream call: ChatRequest
+//	plugin -> host   'R' the answer of a non-streaming call: ChatResponse
+//	                 'h' the head of a stream: Head
+//	                 'e' stream events that arrived together: EventBatch
+//	                 'f' a stream that failed: Failure (last frame)
+//	                 'z' a stream that ended normally (last frame)
+//	                 'x' a transport fault of the plugin, as gRPC would
+//	                     return an error status: the code (one byte),
+//	                     then the message (last frame)
+type EventBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventBatch) Reset() {
+	*x = EventBatch{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventBatch) ProtoMessage() {}
+
+func (x *EventBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
+func (*EventBatch) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EventBatch) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_proto_vendorplugin_v1_vendor_proto protoreflect.FileDescriptor
 
 const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
@@ -847,7 +1034,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
-	"\x11ConfigureResponse\"\x8d\x03\n" +
+	"\x11ConfigureResponse\"\xbb\x03\n" +
 	"\vChatRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x14\n" +
@@ -861,7 +1048,8 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"request_id\x18\b \x01(\tR\trequestId\x12\x1c\n" +
 	"\toperation\x18\t \x01(\tR\toperation\x12&\n" +
 	"\x0fidle_timeout_ms\x18\n" +
-	" \x01(\x03R\ridleTimeoutMs\x1a:\n" +
+	" \x01(\x03R\ridleTimeoutMs\x12,\n" +
+	"\x12context_timeout_us\x18\v \x01(\x03R\x10contextTimeoutUs\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"X\n" +
@@ -890,20 +1078,31 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x04head\x18\x01 \x01(\v2\x18.tollgate.vendor.v1.HeadH\x00R\x04head\x121\n" +
 	"\x05event\x18\x02 \x01(\v2\x19.tollgate.vendor.v1.EventH\x00R\x05event\x127\n" +
 	"\afailure\x18\x03 \x01(\v2\x1b.tollgate.vendor.v1.FailureH\x00R\afailureB\a\n" +
-	"\x05frame*\xac\x01\n" +
+	"\x05frame\"2\n" +
+	"\x14OpenDataPlaneRequest\x12\x1a\n" +
+	"\bversions\x18\x01 \x03(\rR\bversions\"{\n" +
+	"\x15OpenDataPlaneResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x18\n" +
+	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\"?\n" +
+	"\n" +
+	"EventBatch\x121\n" +
+	"\x06events\x18\x01 \x03(\v2\x19.tollgate.vendor.v1.EventR\x06events*\xac\x01\n" +
 	"\vFailureKind\x12\x1c\n" +
 	"\x18FAILURE_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14FAILURE_KIND_CONNECT\x10\x01\x12\x18\n" +
 	"\x14FAILURE_KIND_TIMEOUT\x10\x02\x12\x19\n" +
 	"\x15FAILURE_KIND_CANCELED\x10\x03\x12\x17\n" +
 	"\x13FAILURE_KIND_BROKEN\x10\x04\x12\x17\n" +
-	"\x13FAILURE_KIND_CONFIG\x10\x052\xd6\x02\n" +
+	"\x13FAILURE_KIND_CONFIG\x10\x052\xbc\x03\n" +
 	"\x06Vendor\x12U\n" +
 	"\bDescribe\x12#.tollgate.vendor.v1.DescribeRequest\x1a$.tollgate.vendor.v1.DescribeResponse\x12X\n" +
 	"\tConfigure\x12$.tollgate.vendor.v1.ConfigureRequest\x1a%.tollgate.vendor.v1.ConfigureResponse\x12I\n" +
 	"\x04Chat\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a .tollgate.vendor.v1.ChatResponse\x12P\n" +
 	"\n" +
-	"ChatStream\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a\x1f.tollgate.vendor.v1.StreamFrame0\x01B@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
+	"ChatStream\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a\x1f.tollgate.vendor.v1.StreamFrame0\x01\x12d\n" +
+	"\rOpenDataPlane\x12(.tollgate.vendor.v1.OpenDataPlaneRequest\x1a).tollgate.vendor.v1.OpenDataPlaneResponseB@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
 
 var (
 	file_proto_vendorplugin_v1_vendor_proto_rawDescOnce sync.Once
@@ -918,51 +1117,57 @@ func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
-	(FailureKind)(0),          // 0: tollgate.vendor.v1.FailureKind
-	(*DescribeRequest)(nil),   // 1: tollgate.vendor.v1.DescribeRequest
-	(*DescribeResponse)(nil),  // 2: tollgate.vendor.v1.DescribeResponse
-	(*Channel)(nil),           // 3: tollgate.vendor.v1.Channel
-	(*ConfigureRequest)(nil),  // 4: tollgate.vendor.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 5: tollgate.vendor.v1.ConfigureResponse
-	(*ChatRequest)(nil),       // 6: tollgate.vendor.v1.ChatRequest
-	(*Failure)(nil),           // 7: tollgate.vendor.v1.Failure
-	(*ChatResponse)(nil),      // 8: tollgate.vendor.v1.ChatResponse
-	(*Head)(nil),              // 9: tollgate.vendor.v1.Head
-	(*Event)(nil),             // 10: tollgate.vendor.v1.Event
-	(*StreamFrame)(nil),       // 11: tollgate.vendor.v1.StreamFrame
-	nil,                       // 12: tollgate.vendor.v1.Channel.SettingsEntry
-	nil,                       // 13: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	nil,                       // 14: tollgate.vendor.v1.ChatRequest.HeadersEntry
-	nil,                       // 15: tollgate.vendor.v1.ChatResponse.HeadersEntry
-	nil,                       // 16: tollgate.vendor.v1.Head.HeadersEntry
+	(FailureKind)(0),              // 0: tollgate.vendor.v1.FailureKind
+	(*DescribeRequest)(nil),       // 1: tollgate.vendor.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 2: tollgate.vendor.v1.DescribeResponse
+	(*Channel)(nil),               // 3: tollgate.vendor.v1.Channel
+	(*ConfigureRequest)(nil),      // 4: tollgate.vendor.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 5: tollgate.vendor.v1.ConfigureResponse
+	(*ChatRequest)(nil),           // 6: tollgate.vendor.v1.ChatRequest
+	(*Failure)(nil),               // 7: tollgate.vendor.v1.Failure
+	(*ChatResponse)(nil),          // 8: tollgate.vendor.v1.ChatResponse
+	(*Head)(nil),                  // 9: tollgate.vendor.v1.Head
+	(*Event)(nil),                 // 10: tollgate.vendor.v1.Event
+	(*StreamFrame)(nil),           // 11: tollgate.vendor.v1.StreamFrame
+	(*OpenDataPlaneRequest)(nil),  // 12: tollgate.vendor.v1.OpenDataPlaneRequest
+	(*OpenDataPlaneResponse)(nil), // 13: tollgate.vendor.v1.OpenDataPlaneResponse
+	(*EventBatch)(nil),            // 14: tollgate.vendor.v1.EventBatch
+	nil,                           // 15: tollgate.vendor.v1.Channel.SettingsEntry
+	nil,                           // 16: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	nil,                           // 17: tollgate.vendor.v1.ChatRequest.HeadersEntry
+	nil,                           // 18: tollgate.vendor.v1.ChatResponse.HeadersEntry
+	nil,                           // 19: tollgate.vendor.v1.Head.HeadersEntry
 }
 var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
-	12, // 0: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
+	15, // 0: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
 	3,  // 1: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
-	13, // 2: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	14, // 3: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
+	16, // 2: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	17, // 3: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
 	0,  // 4: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
-	15, // 5: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
+	18, // 5: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
 	7,  // 6: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
-	16, // 7: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
+	19, // 7: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
 	9,  // 8: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
 	10, // 9: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
 	7,  // 10: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
-	1,  // 11: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
-	4,  // 12: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
-	6,  // 13: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
-	6,  // 14: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
-	2,  // 15: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
-	5,  // 16: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
-	8,  // 17: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
-	11, // 18: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	10, // 11: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
+	1,  // 12: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
+	4,  // 13: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
+	6,  // 14: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
+	6,  // 15: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
+	12, // 16: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
+	2,  // 17: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
+	5,  // 18: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
+	8,  // 19: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
+	11, // 20: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
+	13, // 21: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_vendor_proto_init() }
@@ -981,7 +1186,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

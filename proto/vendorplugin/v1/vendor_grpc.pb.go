@@ -24,10 +24,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Vendor_Describe_FullMethodName   = "/tollgate.vendor.v1.Vendor/Describe"
-	Vendor_Configure_FullMethodName  = "/tollgate.vendor.v1.Vendor/Configure"
-	Vendor_Chat_FullMethodName       = "/tollgate.vendor.v1.Vendor/Chat"
-	Vendor_ChatStream_FullMethodName = "/tollgate.vendor.v1.Vendor/ChatStream"
+	Vendor_Describe_FullMethodName      = "/tollgate.vendor.v1.Vendor/Describe"
+	Vendor_Configure_FullMethodName     = "/tollgate.vendor.v1.Vendor/Configure"
+	Vendor_Chat_FullMethodName          = "/tollgate.vendor.v1.Vendor/Chat"
+	Vendor_ChatStream_FullMethodName    = "/tollgate.vendor.v1.Vendor/ChatStream"
+	Vendor_OpenDataPlane_FullMethodName = "/tollgate.vendor.v1.Vendor/OpenDataPlane"
 )
 
 // VendorClient is the client API for Vendor service.
@@ -44,6 +45,11 @@ type VendorClient interface {
 	// ChatStream performs one streaming upstream call: a Head frame first,
 	// then one Event frame per upstream SSE event, or a Failure frame last.
 	ChatStream(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamFrame], error)
+	// OpenDataPlane asks the plugin for its data plane: a local stream
+	// socket that carries Chat and ChatStream calls without gRPC's per-call
+	// cost (see DataPlane below). Optional: a plugin without one answers
+	// codes.Unimplemented and the host keeps calling Chat and ChatStream.
+	OpenDataPlane(ctx context.Context, in *OpenDataPlaneRequest, opts ...grpc.CallOption) (*OpenDataPlaneResponse, error)
 }
 
 type vendorClient struct {
@@ -103,6 +109,16 @@ func (c *vendorClient) ChatStream(ctx context.Context, in *ChatRequest, opts ...
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Vendor_ChatStreamClient = grpc.ServerStreamingClient[StreamFrame]
 
+func (c *vendorClient) OpenDataPlane(ctx context.Context, in *OpenDataPlaneRequest, opts ...grpc.CallOption) (*OpenDataPlaneResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenDataPlaneResponse)
+	err := c.cc.Invoke(ctx, Vendor_OpenDataPlane_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VendorServer is the server API for Vendor service.
 // All implementations must embed UnimplementedVendorServer
 // for forward compatibility.
@@ -117,6 +133,11 @@ type VendorServer interface {
 	// ChatStream performs one streaming upstream call: a Head frame first,
 	// then one Event frame per upstream SSE event, or a Failure frame last.
 	ChatStream(*ChatRequest, grpc.ServerStreamingServer[StreamFrame]) error
+	// OpenDataPlane asks the plugin for its data plane: a local stream
+	// socket that carries Chat and ChatStream calls without gRPC's per-call
+	// cost (see DataPlane below). Optional: a plugin without one answers
+	// codes.Unimplemented and the host keeps calling Chat and ChatStream.
+	OpenDataPlane(context.Context, *OpenDataPlaneRequest) (*OpenDataPlaneResponse, error)
 	mustEmbedUnimplementedVendorServer()
 }
 
@@ -138,6 +159,9 @@ func (UnimplementedVendorServer) Chat(context.Context, *ChatRequest) (*ChatRespo
 }
 func (UnimplementedVendorServer) ChatStream(*ChatRequest, grpc.ServerStreamingServer[StreamFrame]) error {
 	return status.Error(codes.Unimplemented, "method ChatStream not implemented")
+}
+func (UnimplementedVendorServer) OpenDataPlane(context.Context, *OpenDataPlaneRequest) (*OpenDataPlaneResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenDataPlane not implemented")
 }
 func (UnimplementedVendorServer) mustEmbedUnimplementedVendorServer() {}
 func (UnimplementedVendorServer) testEmbeddedByValue()                {}
@@ -225,6 +249,24 @@ func _Vendor_ChatStream_Handler(srv interface{}, stream grpc.ServerStream) error
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Vendor_ChatStreamServer = grpc.ServerStreamingServer[StreamFrame]
 
+func _Vendor_OpenDataPlane_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OpenDataPlaneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VendorServer).OpenDataPlane(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Vendor_OpenDataPlane_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VendorServer).OpenDataPlane(ctx, req.(*OpenDataPlaneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Vendor_ServiceDesc is the grpc.ServiceDesc for Vendor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -243,6 +285,10 @@ var Vendor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Chat",
 			Handler:    _Vendor_Chat_Handler,
+		},
+		{
+			MethodName: "OpenDataPlane",
+			Handler:    _Vendor_OpenDataPlane_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,167 @@
+package vendor
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// The data plane carries Chat and ChatStream calls over a local stream
+// socket, framed as proto/vendorplugin/v1/vendor.proto describes under
+// DataPlane. A gRPC call costs each side tens of microseconds and several
+// goroutine hand-offs; a frame is one write and one read.
+
+// DataPlaneVersion is the data plane version this package speaks.
+const DataPlaneVersion = 1
+
+// Frame types.
+const (
+	frameHello    byte = 'H'
+	frameChat     byte = 'Q'
+	frameStream   byte = 'S'
+	frameResponse byte = 'R'
+	frameHead     byte = 'h'
+	frameEvents   byte = 'e'
+	frameFailure  byte = 'f'
+	frameEnd      byte = 'z'
+	frameFault    byte = 'x'
+)
+
+// frameHeader is the length (4) and the type (1).
+const frameHeader = 5
+
+// maxFrame bounds a frame's payload: a chat body and its proto envelope.
+const maxFrame = MaxMessage + 1<<20
+
+var errFrameTooLarge = errors.New("vendor: data plane frame too large")
+
+// startFrame appends a frame header of type t to b; finishFrame fills in
+// the length once the payload is appended.
+func startFrame(b []byte, t byte) []byte {
+	return append(b, 0, 0, 0, 0, t)
+}
+
+func finishFrame(b []byte, start int) []byte {
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
+	return b
+}
+
+// readFrame reads one frame. The payload is a fresh slice the caller owns.
+func readFrame(br *bufio.Reader) (byte, []byte, error) {
+	hdr, err := br.Peek(frameHeader)
+	if err != nil {
+		if err == io.EOF && len(hdr) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr))
+	t := hdr[4]
+	if n < 1 || n > maxFrame {
+		return 0, nil, errFrameTooLarge
+	}
+	if _, err := br.Discard(frameHeader); err != nil {
+		return 0, nil, err
+	}
+	payload := make([]byte, n-1)
+	if _, err := io.ReadFull(br, payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return t, payload, nil
+}
+
+// EventBatch fields (vendor.proto): events = 1; Event: event = 1, data = 2.
+const (
+	batchEvents protowire.Number = 1
+	eventName   protowire.Number = 1
+	eventData   protowire.Number = 2
+)
+
+// appendEvents encodes evs as an EventBatch message. It is written by hand
+// because it runs once per stream frame and decodes without copying.
+func appendEvents(b []byte, evs []Event) []byte {
+	for _, e := range evs {
+		size := 0
+		if e.Name != "" {
+			size += protowire.SizeTag(eventName) + protowire.SizeBytes(len(e.Name))
+		}
+		if len(e.Data) > 0 {
+			size += protowire.SizeTag(eventData) + protowire.SizeBytes(len(e.Data))
+		}
+		b = protowire.AppendTag(b, batchEvents, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(size))
+		if e.Name != "" {
+			b = protowire.AppendTag(b, eventName, protowire.BytesType)
+			b = protowire.AppendString(b, e.Name)
+		}
+		if len(e.Data) > 0 {
+			b = protowire.AppendTag(b, eventData, protowire.BytesType)
+			b = protowire.AppendBytes(b, e.Data)
+		}
+	}
+	return b
+}
+
+// parseEvents decodes an EventBatch into evs (reused). Data aliases b.
+// Unknown fields are skipped, as proto3 requires.
+func parseEvents(b []byte, evs []Event) ([]Event, error) {
+	evs = evs[:0]
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num != batchEvents || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		var e Event
+		for len(msg) > 0 {
+			num, typ, n := protowire.ConsumeTag(msg)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			msg = msg[n:]
+			if typ == protowire.BytesType && (num == eventName || num == eventData) {
+				v, n := protowire.ConsumeBytes(msg)
+				if n < 0 {
+					return nil, protowire.ParseError(n)
+				}
+				msg = msg[n:]
+				if num == eventName {
+					e.Name = string(v)
+				} else {
+					e.Data = v[:len(v):len(v)]
+				}
+				continue
+			}
+			if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			msg = msg[n:]
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}
+
+// unexpectedFrame is the error of a frame the protocol does not allow here.
+func unexpectedFrame(t byte, where string) error {
+	return fmt.Errorf("vendor: data plane: unexpected frame %q %s", t, where)
+}

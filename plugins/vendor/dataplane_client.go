@@ -1,0 +1,236 @@
+package vendor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	vendorv1 "github.com/tollgate-gw/tollgate/proto/vendorplugin/v1"
+)
+
+// maxIdleConns bounds the data plane connections kept open between calls:
+// one per call in flight, so at least the gateway's usual concurrency.
+const maxIdleConns = 256
+
+var errDataPlaneClosed = errors.New("vendor: data plane closed")
+
+// dataPlaneClient is the host side of the data plane: a pool of
+// connections, each carrying one call at a time.
+type dataPlaneClient struct {
+	network, addr string
+	token         []byte
+
+	mu     sync.Mutex
+	idle   []*planeConn
+	closed bool
+}
+
+func newDataPlaneClient(r *vendorv1.OpenDataPlaneResponse) *dataPlaneClient {
+	return &dataPlaneClient{network: r.GetNetwork(), addr: r.GetAddress(), token: r.GetToken()}
+}
+
+type planeConn struct {
+	c   net.Conn
+	br  *bufio.Reader
+	buf []byte  // the request frame being written
+	evs []Event // the last event frame's events
+}
+
+func (d *dataPlaneClient) get() (*planeConn, error) {
+	d.mu.Lock()
+	if n := len(d.idle); n > 0 {
+		c := d.idle[n-1]
+		d.idle[n-1] = nil
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		return c, nil
+	}
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, errDataPlaneClosed
+	}
+	conn, err := net.DialTimeout(d.network, d.addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	pc := &planeConn{c: conn, br: bufio.NewReaderSize(conn, 32<<10)}
+	b := startFrame(nil, frameHello)
+	b = append(b, d.token...)
+	if _, err := conn.Write(finishFrame(b, 0)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return pc, nil
+}
+
+func (d *dataPlaneClient) put(c *planeConn) {
+	if cap(c.buf) > 256<<10 {
+		c.buf = nil
+	}
+	d.mu.Lock()
+	if !d.closed && len(d.idle) < maxIdleConns {
+		d.idle = append(d.idle, c)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	c.c.Close()
+}
+
+// Close closes the idle connections; calls in flight finish on theirs.
+func (d *dataPlaneClient) Close() error {
+	d.mu.Lock()
+	idle := d.idle
+	d.idle, d.closed = nil, true
+	d.mu.Unlock()
+	for _, c := range idle {
+		c.c.Close()
+	}
+	return nil
+}
+
+// start takes a connection, arranges for ctx's end to close it (which
+// cancels the call in the plugin) and sends req. done must be called
+// with whether the connection is fit for the next call.
+func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatRequest) (c *planeConn, done func(reuse bool), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	c, err = d.get()
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.c.Close() })
+	done = func(reuse bool) {
+		if stop() && reuse {
+			d.put(c)
+			return
+		}
+		c.c.Close()
+	}
+	pr := toProtoRequest(req)
+	if dl, ok := ctx.Deadline(); ok {
+		pr.ContextTimeoutUs = max(time.Until(dl).Microseconds(), 1)
+	}
+	b, err := proto.MarshalOptions{}.MarshalAppend(startFrame(c.buf[:0], frame), pr)
+	if err == nil {
+		c.buf = finishFrame(b, 0)
+		_, err = c.c.Write(c.buf)
+	}
+	if err != nil {
+		done(false)
+		return nil, nil, err
+	}
+	return c, done, nil
+}
+
+func (d *dataPlaneClient) chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error) {
+	c, done, err := d.start(ctx, frameChat, req)
+	if err != nil {
+		return nil, err
+	}
+	t, payload, err := readFrame(c.br)
+	if err != nil {
+		done(false)
+		return nil, ctxErr(ctx, err)
+	}
+	switch t {
+	case frameResponse:
+		done(true)
+		var r vendorv1.ChatResponse
+		if err := proto.Unmarshal(payload, &r); err != nil {
+			return nil, err
+		}
+		if f := r.GetFailure(); f != nil {
+			return nil, fromProtoFailure(f)
+		}
+		return &ChatResponse{Status: int(r.GetStatus()), Body: r.GetBody(), Headers: r.GetHeaders()}, nil
+	case frameFault:
+		done(true)
+		return nil, faultError(payload)
+	}
+	done(false)
+	return nil, unexpectedFrame(t, "in answer to a call")
+}
+
+func (d *dataPlaneClient) chatStream(ctx context.Context, req *ChatRequest, sink Sink) error {
+	c, done, err := d.start(ctx, frameStream, req)
+	if err != nil {
+		return err
+	}
+	reuse := false
+	defer func() { done(reuse) }()
+	headed := false
+	for {
+		t, payload, err := readFrame(c.br)
+		if err != nil {
+			return ctxErr(ctx, err)
+		}
+		switch t {
+		case frameHead:
+			var h vendorv1.Head
+			if err := proto.Unmarshal(payload, &h); err != nil {
+				return err
+			}
+			headed = true
+			if err := sink.Head(Head{Status: int(h.GetStatus()), Headers: h.GetHeaders(), Body: h.GetBody()}); err != nil {
+				return err // closing the connection ends the plugin's upstream call
+			}
+		case frameEvents:
+			if !headed {
+				return unexpectedFrame(t, "before the stream's head")
+			}
+			if c.evs, err = parseEvents(payload, c.evs); err != nil {
+				return err
+			}
+			err = SendEvents(sink, c.evs)
+			clear(c.evs)
+			if err != nil {
+				return err
+			}
+		case frameFailure:
+			reuse = true
+			var f vendorv1.Failure
+			if err := proto.Unmarshal(payload, &f); err != nil {
+				return err
+			}
+			return fromProtoFailure(&f)
+		case frameEnd:
+			reuse = true
+			if !headed {
+				return &Failure{Kind: FailureBroken, Message: "the plugin ended the stream without a head"}
+			}
+			return nil
+		case frameFault:
+			reuse = true
+			return faultError(payload)
+		default:
+			return unexpectedFrame(t, "in a stream")
+		}
+	}
+}
+
+// ctxErr is the error of a read that failed: the context's when it ended
+// (its end closed the connection), else the read's own.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// faultError is the status error a fault frame carries.
+func faultError(payload []byte) error {
+	if len(payload) == 0 {
+		return status.Error(codes.Unknown, "the plugin failed")
+	}
+	return status.Error(codes.Code(payload[0]), string(payload[1:]))
+}
