@@ -334,13 +334,16 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 		return upstreamStatus(c, rl.head.Status, rl.head.Headers, rl.head.Body)
 	}
 	// The status is sent: from here a failure only ends the stream early.
-	if err == nil && rl.tr != nil && rl.track.Complete() {
+	complete := err == nil && rl.track.Complete()
+	if complete && rl.tr != nil {
 		if werr := rl.tr.End(rl.out.Write); werr != nil {
-			err = werr
+			err, complete = werr, false
 		}
 	}
 	var e error
 	switch {
+	case complete && !c.W.ClientGone():
+		// Every event was written: a client that hangs up now has them all.
 	case c.W.ClientGone() || c.Request.Context().Err() != nil:
 		return done, apierr.New(apierr.ClientClosed, "the client closed the stream")
 	case err != nil:

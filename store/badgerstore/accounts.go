@@ -65,29 +65,6 @@ func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
 	})
 }
 
-// GetWallet reads an account's wallet.
-func (s *Store) GetWallet(ctx context.Context, accountID string) (w store.Wallet, err error) {
-	if w, ok := s.wallets.get(accountID); ok {
-		if err := s.enter(ctx); err != nil {
-			return store.Wallet{}, err
-		}
-		s.mu.RUnlock()
-		return w, nil
-	}
-	err = s.view(ctx, func(txn *badger.Txn) error {
-		var refused error
-		w, refused, err = readWallet(txn, accountID)
-		if refused != nil {
-			return refused
-		}
-		return err
-	})
-	if err == nil {
-		s.wallets.fill(w)
-	}
-	return w, err
-}
-
 // ListLedger returns an account's ledger entries, oldest first. An
 // unknown account has none.
 func (s *Store) ListLedger(ctx context.Context, accountID string) ([]store.LedgerEntry, error) {
@@ -101,21 +78,6 @@ func (s *Store) ListLedger(ctx context.Context, accountID string) ([]store.Ledge
 				var e store.LedgerEntry
 				err := json.Unmarshal(v, &e)
 				out = append(out, e)
-				return err
-			})
-		})
-	})
-	return out, err
-}
-
-// OpenHolds lists every hold not yet settled.
-func (s *Store) OpenHolds(ctx context.Context) ([]store.Hold, error) {
-	var out []store.Hold
-	err := s.view(ctx, func(txn *badger.Txn) error {
-		return scanPrefix(txn, []byte(pHold), true, func(it *badger.Item) error {
-			return it.Value(func(v []byte) error {
-				h, err := decodeHold(v)
-				out = append(out, h)
 				return err
 			})
 		})

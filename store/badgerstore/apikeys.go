@@ -175,6 +175,9 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 
 // KeyUsage is the total charged to a key; 0 for a key never charged.
 func (s *Store) KeyUsage(ctx context.Context, keyID string) (n money.Nano, err error) {
+	if err := s.seen(ctx); err != nil {
+		return 0, err
+	}
 	err = s.view(ctx, func(txn *badger.Txn) error {
 		err := get(txn, keyUseKey(keyID), func(v []byte) (e error) {
 			n, e = decodeNano(v)

@@ -1,16 +1,18 @@
 // Package badgerstore is the embedded store.Store, on Badger.
 //
-// Money moves (holds, settlements, credits, new accounts) go through one
-// writer goroutine that commits whatever calls are waiting as one
-// transaction (group commit); every call still gets its own result. Other
-// writes are short transactions retried on conflict. docs/store.md has the
-// key layout.
+// Money moves (holds, settlements, credits, new accounts) are decided in
+// memory and written to a journal before the call returns; one goroutine
+// applies them to Badger in batches (money.go, journal.go). Other writes
+// are short transactions retried on conflict. docs/store.md has the key
+// layout and the durability rules.
 package badgerstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -26,8 +28,9 @@ type Options struct {
 	// Logger receives Badger's own messages: errors and warnings as such,
 	// its chatty info lines at debug. Nil discards them.
 	Logger hclog.Logger
-	// Strict fsyncs every commit before the call returns. Group commit
-	// makes that one fsync per batch of concurrent calls.
+	// Strict fsyncs every money move's journal record before the call
+	// returns (one fsync for all the calls waiting: group commit), and
+	// every other commit.
 	Strict bool
 	// InMemory keeps everything in memory (tests); dir is ignored.
 	InMemory bool
@@ -35,13 +38,14 @@ type Options struct {
 	// 0 means every 10 minutes. Ignored InMemory.
 	GCInterval time.Duration
 
-	memTableSize int64 // tests shrink it to reach ErrTxnTooBig
+	memTableSize int64         // tests shrink it to reach ErrTxnTooBig
+	applyDelay   time.Duration // tests lengthen it to gather big batches
 }
 
 const (
 	maxConflictRetries = 16
 	maxBatch           = 256
-	seqBandwidth       = 1000
+	seqBandwidth       = 10000
 )
 
 // Store is a store.Store on one Badger database.
@@ -56,14 +60,11 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 
-	cache   *readCache
-	wallets walletCache
-	pending map[string]store.Wallet // the writer's wallets in its open transaction
+	cache *readCache
+	books *books
 
-	ops        chan *op
-	writerDone chan struct{}
-	stopGC     chan struct{}
-	gcDone     chan struct{}
+	stopGC chan struct{}
+	gcDone chan struct{}
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -97,23 +98,27 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		db: db, log: lg, cache: newReadCache(), pending: map[string]store.Wallet{},
-		ops:        make(chan *op, 4*maxBatch),
-		writerDone: make(chan struct{}),
-		stopGC:     make(chan struct{}),
-		gcDone:     make(chan struct{}),
+		db: db, log: lg, cache: newReadCache(), books: newBooks(o.applyDelay),
+		stopGC: make(chan struct{}),
+		gcDone: make(chan struct{}),
 	}
 	if s.logSeq, err = db.GetSequence(seqLogKey, seqBandwidth); err == nil {
 		s.ledgerSeq, err = db.GetSequence(seqLedgerKey, seqBandwidth)
+	}
+	if err == nil {
+		err = s.recoverBooks(dir, o)
 	}
 	if err != nil {
 		if s.logSeq != nil {
 			_ = s.logSeq.Release()
 		}
+		if s.ledgerSeq != nil {
+			_ = s.ledgerSeq.Release()
+		}
 		db.Close()
 		return nil, err
 	}
-	go s.writeLoop()
+	go s.applyLoop()
 	if o.InMemory {
 		close(s.gcDone)
 	} else {
@@ -135,15 +140,89 @@ func (s *Store) Close() error {
 		return store.ErrClosed
 	}
 	s.closed = true
-	close(s.ops)
 	s.mu.Unlock()
-	<-s.writerDone
+	b := s.books
+	close(b.stop)
+	<-b.done
+	var err error
+	if b.j != nil {
+		// Every move is in Badger now, unless applying failed: then the
+		// journal stays for the next start.
+		err = b.j.close(b.applied.Load() == b.seq)
+	}
 	close(s.stopGC)
 	<-s.gcDone
 	// Release hands back the unused part of each lease, so a clean
 	// restart leaves no gap in the ids.
-	err := errors.Join(s.logSeq.Release(), s.ledgerSeq.Release())
+	err = errors.Join(err, s.logSeq.Release(), s.ledgerSeq.Release())
 	return errors.Join(err, s.db.Close())
+}
+
+// recoverBooks applies the journal's records that Badger lacks, starts a
+// fresh journal and loads the open holds.
+func (s *Store) recoverBooks(dir string, o Options) error {
+	b := s.books
+	var applied uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		err := get(txn, journalKey, func(v []byte) error {
+			if len(v) != 8 {
+				return errCorrupt
+			}
+			applied = binary.BigEndian.Uint64(v)
+			return nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.seq = applied
+	if !o.InMemory {
+		j, recs, err := openJournal(filepath.Join(dir, journalDirName), o.Strict, applied)
+		if err != nil {
+			return fmt.Errorf("badgerstore: journal: %w", err)
+		}
+		var es []*entry
+		for _, r := range recs {
+			if r.seq != b.seq+1 {
+				s.log.Error("journal has a gap; records after it are not applied", "after", b.seq, "next", r.seq)
+				break
+			}
+			e, err := replayEntry(r)
+			if err != nil {
+				return fmt.Errorf("badgerstore: journal record %d: %w", r.seq, err)
+			}
+			es = append(es, e)
+			b.seq = r.seq
+		}
+		for len(es) > 0 {
+			n, err := s.applyEntries(es[:min(len(es), 4096)])
+			if err != nil {
+				return fmt.Errorf("badgerstore: replaying the journal: %w", err)
+			}
+			es = es[n:]
+		}
+		if len(recs) > 0 {
+			s.log.Info("journal replayed", "records", len(recs))
+		}
+		if err := j.start(b.seq + 1); err != nil {
+			return fmt.Errorf("badgerstore: journal: %w", err)
+		}
+		b.j = j
+	}
+	b.applied.Store(b.seq)
+	return s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, []byte(pHold), true, func(it *badger.Item) error {
+			return it.Value(func(v []byte) error {
+				h, err := decodeHold(v)
+				b.holds[h.ID] = h
+				return err
+			})
+		})
+	})
 }
 
 func (s *Store) gcLoop(every time.Duration) {

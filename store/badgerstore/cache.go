@@ -70,24 +70,3 @@ func (c *readCache) invalidate() {
 	clear(c.keys)
 	clear(c.accounts)
 }
-
-// wallets holds the wallets as last committed by the writer goroutine, the
-// only writer of wallets. Readers fall back to the database on a miss.
-type walletCache struct {
-	m sync.Map // account id -> store.Wallet
-}
-
-func (c *walletCache) get(account string) (store.Wallet, bool) {
-	v, ok := c.m.Load(account)
-	if !ok {
-		return store.Wallet{}, false
-	}
-	return v.(store.Wallet), true
-}
-
-// fill stores a wallet read from the database unless the writer stored a
-// newer one meanwhile (the writer always stores after its commit).
-func (c *walletCache) fill(w store.Wallet) { c.m.LoadOrStore(w.AccountID, w) }
-
-// committed records the wallet a commit wrote.
-func (c *walletCache) committed(w store.Wallet) { c.m.Store(w.AccountID, w) }

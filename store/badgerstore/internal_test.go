@@ -2,12 +2,15 @@ package badgerstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/money"
@@ -127,13 +130,24 @@ func TestPrefixesAreDistinct(t *testing.T) {
 
 // crash stops s the way a killed process would: sequences are not
 // released, so their leases are lost.
+// crash stops s as a killed process would: the journal is left as
+// written, and nothing still queued reaches Badger.
 func crash(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	s.closed = true
-	close(s.ops)
 	s.mu.Unlock()
-	<-s.writerDone
+	b := s.books
+	b.mu.Lock()
+	b.discard = true
+	b.mu.Unlock()
+	close(b.stop)
+	<-b.done
+	if b.j != nil {
+		if err := b.j.close(false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	close(s.stopGC)
 	<-s.gcDone
 	if err := s.db.Close(); err != nil {
@@ -176,56 +190,62 @@ func TestIDsNotReusedAfterCrash(t *testing.T) {
 }
 
 // A batch too big for one transaction is committed in several, and every
-// settlement in it succeeds once.
+// settlement in it is applied once.
 func TestBatchSplitsOnTxnTooBig(t *testing.T) {
 	ctx := t.Context()
-	s := openTemp(t, t.TempDir(), Options{memTableSize: 256 << 10})
+	s := openTemp(t, t.TempDir(), Options{memTableSize: 256 << 10, applyDelay: time.Hour})
 	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(1000), ""); err != nil {
 		t.Fatal(err)
 	}
-	const n = maxBatch
-	ops := make([]*op, n)
-	for i := range ops {
+	const n = 2 * maxBatch
+	ids := map[uint64]bool{}
+	for i := range n {
 		h := store.Hold{ID: fmt.Sprintf("h%03d", i), AccountID: "a", KeyID: "k", Amount: 1}
 		if _, err := s.PlaceHold(ctx, h); err != nil {
 			t.Fatal(err)
 		}
-		o, err := newSettleOp(ctx, store.Settlement{HoldID: h.ID, Charge: 1, Row: &store.LogRow{
-			AccountID: "a", KeyID: "k", RequestID: h.ID, TaskID: "t" + h.ID, ErrorMessage: strings.Repeat("x", 500),
-		}})
-		if err != nil {
+		if i%2 == 1 {
+			continue // half the holds stay open: written to Badger, not cancelled in the batch
+		}
+		r := &store.LogRow{AccountID: "a", KeyID: "k", RequestID: h.ID, TaskID: "t" + h.ID, ErrorMessage: strings.Repeat("x", 500)}
+		if err := s.Settle(ctx, store.Settlement{HoldID: h.ID, Charge: 1, Row: r}); err != nil {
 			t.Fatal(err)
 		}
-		ops[i] = o
-	}
-	// Run the batch here as the writer would; the writer goroutine is
-	// idle meanwhile.
-	txns := 0
-	for batch := ops; len(batch) > 0; txns++ {
-		k := s.commitSome(batch)
-		batch = batch[k:]
-	}
-	if txns < 2 {
-		t.Fatalf("%d settlements went in %d transaction(s); the test needs a split", n, txns)
-	}
-	seen := map[uint64]bool{}
-	for _, o := range ops {
-		<-o.done
-		if o.err != nil {
-			t.Fatalf("settle %s: %v", o.row.RequestID, o.err)
+		if ids[r.ID] {
+			t.Fatalf("id %d twice", r.ID)
 		}
-		if seen[o.row.ID] {
-			t.Fatalf("id %d twice", o.row.ID)
-		}
-		seen[o.row.ID] = true
+		ids[r.ID] = true
 	}
-	w, err := s.GetWallet(ctx, "a")
-	if err != nil || w.Balance != money.Credits(1000)-n || w.Held != 0 {
-		t.Fatalf("wallet = %+v, %v", w, err)
+	if got := s.books.applied.Load(); got >= s.books.seq {
+		t.Fatalf("the moves were applied already (%d of %d); the test needs them queued", got, s.books.seq)
 	}
-	if u, _ := s.KeyUsage(ctx, "k"); u != n {
-		t.Fatalf("key usage = %d, want %d", u, n)
+	// The reads wait for the queue, which the urge commits in several parts.
+	rows, err := s.QueryLogs(ctx, store.LogQuery{AccountID: "a"})
+	if err != nil || len(rows) != n/2 {
+		t.Fatalf("%d rows, %v; want %d", len(rows), err, n/2)
 	}
+	if u, _ := s.KeyUsage(ctx, "k"); u != n/2 {
+		t.Fatalf("key usage = %d, want %d", u, n/2)
+	}
+	s2 := reopen(t, s)
+	w, err := s2.GetWallet(ctx, "a")
+	if err != nil || w.Balance != money.Credits(1000)-n/2 || w.Held != n/2 {
+		t.Fatalf("wallet after reopen = %+v, %v", w, err)
+	}
+	holds, err := s2.OpenHolds(ctx)
+	if err != nil || len(holds) != n/2 {
+		t.Fatalf("%d open holds after reopen, %v; want %d", len(holds), err, n/2)
+	}
+}
+
+// reopen closes s cleanly and opens its directory again.
+func reopen(t *testing.T, s *Store) *Store {
+	t.Helper()
+	dir := s.db.Opts().Dir
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openTemp(t, dir, Options{})
 }
 
 func TestBadgerLogsRoutedToHclog(t *testing.T) {
@@ -249,5 +269,148 @@ func TestBadgerLogsRoutedToHclog(t *testing.T) {
 				t.Fatalf("logged %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// Every kind of money move that was journaled but not yet applied when the
+// process died is applied on the next open, once.
+func TestJournalReplayAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	s := openTemp(t, dir, Options{applyDelay: time.Hour})
+	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(50), "sign-up"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Credit(ctx, "a", money.Credits(10), "top-up"); err != nil {
+		t.Fatal(err)
+	}
+	// Queued only from here on: CreateAccount and Credit wait for Badger.
+	for _, id := range []string{"settled", "open"} {
+		if _, err := s.PlaceHold(ctx, store.Hold{ID: id, AccountID: "a", KeyID: "k", Amount: money.Credits(4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &store.LogRow{AccountID: "a", KeyID: "k", RequestID: "settled", Status: store.StatusSuccess, Cost: money.Credits(3)}
+	if err := s.Settle(ctx, store.Settlement{HoldID: "settled", Charge: money.Credits(3), Row: r}); err != nil {
+		t.Fatal(err)
+	}
+	if s.books.applied.Load() == s.books.seq {
+		t.Fatal("the moves were applied before the crash; the test needs them queued")
+	}
+	crash(t, s)
+
+	for round := range 2 { // the second open finds a journal already replayed
+		s = openTemp(t, dir, Options{})
+		w, err := s.GetWallet(ctx, "a")
+		if err != nil || w.Balance != money.Credits(57) || w.Held != money.Credits(4) {
+			t.Fatalf("round %d: wallet %+v, %v; want balance 57 held 4", round, w, err)
+		}
+		holds, err := s.OpenHolds(ctx)
+		if err != nil || len(holds) != 1 || holds[0].ID != "open" {
+			t.Fatalf("round %d: open holds %+v, %v", round, holds, err)
+		}
+		if u, err := s.KeyUsage(ctx, "k"); err != nil || u != money.Credits(3) {
+			t.Fatalf("round %d: key usage %s, %v", round, u, err)
+		}
+		got, err := s.GetLog(ctx, r.ID)
+		if err != nil || got.RequestID != "settled" || got.Cost != money.Credits(3) {
+			t.Fatalf("round %d: row %+v, %v", round, got, err)
+		}
+		if err := s.Settle(ctx, store.Settlement{HoldID: "settled", Row: &store.LogRow{AccountID: "a"}}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("round %d: settling the settled hold again: %v", round, err)
+		}
+		if l, err := s.ListLedger(ctx, "a"); err != nil || len(l) != 2 {
+			t.Fatalf("round %d: ledger %+v, %v", round, l, err)
+		}
+		crash(t, s)
+	}
+}
+
+// A record cut by the crash (the process died inside its write) is
+// dropped; the records before it are applied.
+func TestJournalTornTail(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	s := openTemp(t, dir, Options{applyDelay: time.Hour})
+	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(50), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PlaceHold(ctx, store.Hold{ID: "h1", AccountID: "a", Amount: money.Credits(1)}); err != nil {
+		t.Fatal(err)
+	}
+	path := s.books.j.path(s.books.j.segments[len(s.books.j.segments)-1])
+	crash(t, s)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0, 0, 0, 40, 1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s = openTemp(t, dir, Options{})
+	if w, err := s.GetWallet(ctx, "a"); err != nil || w.Held != money.Credits(1) {
+		t.Fatalf("wallet %+v, %v; want the first hold only", w, err)
+	}
+	if _, err := s.PlaceHold(ctx, store.Hold{ID: "h2", AccountID: "a", Amount: money.Credits(1)}); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, s)
+	if w, err := s.GetWallet(ctx, "a"); err != nil || w.Held != money.Credits(2) {
+		t.Fatalf("wallet after reopen %+v, %v", w, err)
+	}
+}
+
+// A hold settled before Badger got it is never written there; one that
+// was applied first is deleted by its settlement.
+func TestHoldsSettledInTheBatchSkipBadger(t *testing.T) {
+	ctx := t.Context()
+	s := openTemp(t, t.TempDir(), Options{applyDelay: time.Hour})
+	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(50), ""); err != nil {
+		t.Fatal(err)
+	}
+	holdInBadger := func(id string) bool {
+		var ok bool
+		_ = s.db.View(func(txn *badger.Txn) error {
+			var err error
+			ok, err = exists(txn, holdKey(id))
+			return err
+		})
+		return ok
+	}
+	place := func(id string) {
+		if _, err := s.PlaceHold(ctx, store.Hold{ID: id, AccountID: "a", Amount: money.Credits(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle := func(id string) {
+		if err := s.Settle(ctx, store.Settlement{HoldID: id, Charge: money.Credits(1), Row: &store.LogRow{AccountID: "a", RequestID: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place("quick")
+	settle("quick")
+	place("slow")
+	if err := s.seen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if holdInBadger("quick") || !holdInBadger("slow") {
+		t.Fatalf("after the first batch: quick in Badger %v (want false), slow %v (want true)", holdInBadger("quick"), holdInBadger("slow"))
+	}
+	settle("slow")
+	if err := s.seen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if holdInBadger("slow") {
+		t.Fatal("the settled hold is still in Badger")
+	}
+	var w store.Wallet
+	err := s.db.View(func(txn *badger.Txn) error {
+		var refused, err error
+		w, refused, err = readWallet(txn, "a")
+		return errors.Join(refused, err)
+	})
+	if err != nil || w.Balance != money.Credits(48) || w.Held != 0 {
+		t.Fatalf("wallet in Badger %+v, %v", w, err)
 	}
 }

@@ -29,6 +29,7 @@ const (
 	pLogRef  = "logref/"  // logref/{request or task id}\x00{id:8}   -> empty
 	pModel   = "model/"   // model/{model}                           -> model (JSON)
 	pSeq     = "seq/"     // seq/log, seq/ledger                     -> badger.Sequence state
+	pMeta    = "meta/"    // meta/journal                            -> last journal record applied(8)
 )
 
 const sep = 0x00
@@ -126,3 +127,8 @@ var (
 )
 
 func appendID(b []byte, id uint64) []byte { return binary.BigEndian.AppendUint64(b, id) }
+
+// journalKey holds the number of the last journal record Badger has.
+var journalKey = []byte(pMeta + "journal")
+
+func encodeSeq(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }

@@ -24,6 +24,9 @@ const (
 
 // GetLog reads one row by id.
 func (s *Store) GetLog(ctx context.Context, id uint64) (r store.LogRow, err error) {
+	if err := s.seen(ctx); err != nil {
+		return r, err
+	}
 	err = s.view(ctx, func(txn *badger.Txn) error {
 		r, err = readRow(txn, id)
 		return err
@@ -45,6 +48,9 @@ func (s *Store) QueryLogs(ctx context.Context, q store.LogQuery) ([]store.LogRow
 	if limit <= 0 || limit > maxPage {
 		limit = maxPage
 	}
+	if err := s.seen(ctx); err != nil {
+		return nil, err
+	}
 	var out []store.LogRow
 	err := s.view(ctx, func(txn *badger.Txn) error {
 		return page(ctx, txn, &q, limit, func(r store.LogRow) { out = append(out, r) })
@@ -55,6 +61,9 @@ func (s *Store) QueryLogs(ctx context.Context, q store.LogQuery) ([]store.LogRow
 // ScanLogs streams every matching row in order, a chunk per transaction;
 // rows written during a scan appear if they sort after its position.
 func (s *Store) ScanLogs(ctx context.Context, q store.LogQuery, fn func(store.LogRow) bool) error {
+	if err := s.seen(ctx); err != nil {
+		return err
+	}
 	buf := make([]store.LogRow, 0, scanChunk)
 	for {
 		buf = buf[:0]
@@ -154,6 +163,9 @@ func (s *Store) ScanLogTotals(ctx context.Context, q store.LogQuery, fn func(sto
 	}
 	if q.Ref != "" {
 		return s.ScanLogs(ctx, q, func(r store.LogRow) bool { return fn(toTotal(r)) })
+	}
+	if err := s.seen(ctx); err != nil {
+		return err
 	}
 	buf := make([]store.LogTotal, 0, scanChunk)
 	var lastID uint64

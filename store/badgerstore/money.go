@@ -1,0 +1,744 @@
+package badgerstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// Money moves (holds, settlements, credits, new accounts) are decided in
+// memory, under one lock, against the books: every wallet touched since
+// the store opened and every open hold. A move is written to the journal
+// before the call returns and applied to Badger later by one goroutine,
+// many moves per transaction, so no two writers ever race on a wallet and
+// the caller never waits on Badger. Reads that must see every move (log
+// queries, key usage) first wait until Badger has caught up.
+
+// Journal record kinds.
+const (
+	kindHold    byte = 'h'
+	kindSettle  byte = 's'
+	kindAccount byte = 'a'
+	kindCredit  byte = 'c'
+)
+
+// defaultApplyDelay is how long moves gather before Badger gets them: a
+// hold settled within it is never written to Badger at all.
+const defaultApplyDelay = 20 * time.Millisecond
+
+// books is the in-memory truth of money and the queue to Badger.
+type books struct {
+	mu      sync.Mutex
+	wallets map[string]*store.Wallet // accounts touched since open; Badger holds the others as they are
+	holds   map[string]store.Hold    // every open hold
+	j       *journal                 // nil in memory mode
+	seq     uint64                   // last journal record
+	queue   []*entry                 // journaled, not yet in Badger
+	spare   []*entry
+
+	applied   atomic.Uint64 // last record Badger has
+	appliedMu sync.Mutex
+	caughtUp  chan struct{} // closed when applied moves
+
+	work, urge chan struct{}
+	stop       chan struct{}
+	discard    bool // tests: stop without applying (a simulated crash)
+	delay      time.Duration
+	done       chan struct{}
+}
+
+// entry is one journaled move waiting for Badger, with every key and
+// value of its writes prepared.
+type entry struct {
+	seq     uint64
+	kind    byte
+	account string
+	amount  money.Nano // hold amount, credit, opening credit
+	holdID  string
+	holdVal []byte
+	keyID   string
+	charge  money.Nano
+	rowVal  []byte
+	idxVal  []byte
+	idxKeys [][]byte
+	refKeys [][]byte
+	acctVal []byte
+	ledger  []byte // ledger entry (JSON) under ledgerID
+	ledgID  uint64
+}
+
+func newBooks(delay time.Duration) *books {
+	if delay <= 0 {
+		delay = defaultApplyDelay
+	}
+	return &books{
+		wallets: map[string]*store.Wallet{}, holds: map[string]store.Hold{},
+		caughtUp: make(chan struct{}),
+		work:     make(chan struct{}, 1), urge: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), delay: delay,
+	}
+}
+
+func nudge(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// record journals a move and queues it; b.mu is held. On error nothing
+// changed.
+func (b *books) record(e *entry, payload []byte) error {
+	seq := b.seq + 1
+	if b.j != nil {
+		if err := b.j.append(seq, e.kind, payload); err != nil {
+			return fmt.Errorf("badgerstore: journal: %w", err)
+		}
+	}
+	b.seq, e.seq = seq, seq
+	if len(b.queue) == 0 {
+		nudge(b.work)
+	}
+	b.queue = append(b.queue, e)
+	if len(b.queue) >= maxBatch {
+		nudge(b.urge)
+	}
+	return nil
+}
+
+// durable waits, in strict mode, until the journal is fsynced up to seq.
+func (b *books) durable(seq uint64) error {
+	if b.j == nil || !b.j.strict {
+		return nil
+	}
+	return b.j.sync(seq)
+}
+
+// lockWallet takes b.mu and returns the account's wallet, reading it from
+// Badger on first use. b.mu is held on return, error or not.
+func (s *Store) lockWallet(account string) (*store.Wallet, error) {
+	b := s.books
+	b.mu.Lock()
+	if w, ok := b.wallets[account]; ok {
+		return w, nil
+	}
+	b.mu.Unlock()
+	var w store.Wallet
+	err := s.db.View(func(txn *badger.Txn) error {
+		var refused, err error
+		w, refused, err = readWallet(txn, account)
+		return errors.Join(refused, err)
+	})
+	b.mu.Lock()
+	if cur, ok := b.wallets[account]; ok {
+		return cur, nil // a move of this run got there first: it is newer
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.wallets[account] = &w
+	return &w, nil
+}
+
+// readWallet reads an account's wallet; refused is ErrNotFound when the
+// account has none.
+func readWallet(txn *badger.Txn, account string) (w store.Wallet, refused, err error) {
+	err = get(txn, walletKey(account), func(v []byte) (e error) {
+		w, e = decodeWallet(account, v)
+		return e
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return w, err, nil
+	}
+	return w, nil, err
+}
+
+// GetWallet returns an account's wallet.
+func (s *Store) GetWallet(ctx context.Context, accountID string) (store.Wallet, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.Wallet{}, err
+	}
+	defer s.mu.RUnlock()
+	w, err := s.lockWallet(accountID)
+	defer s.books.mu.Unlock()
+	if err != nil {
+		return store.Wallet{}, err
+	}
+	return *w, nil
+}
+
+// PlaceHold reserves h.Amount of the account's available balance.
+func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, error) {
+	if err := checkID("hold", h.ID); err != nil {
+		return store.Wallet{}, err
+	}
+	if h.Amount < 0 {
+		return store.Wallet{}, fmt.Errorf("badgerstore: negative hold %s", h.Amount)
+	}
+	if err := s.enter(ctx); err != nil {
+		return store.Wallet{}, err
+	}
+	defer s.mu.RUnlock()
+	val := encodeHold(&h)
+	e := &entry{kind: kindHold, account: h.AccountID, amount: h.Amount, holdID: h.ID, holdVal: val}
+	b := s.books
+	w, err := s.lockWallet(h.AccountID)
+	if err != nil {
+		b.mu.Unlock()
+		return store.Wallet{}, err
+	}
+	if _, dup := b.holds[h.ID]; dup {
+		b.mu.Unlock()
+		return store.Wallet{}, store.ErrExists
+	}
+	if h.Amount > w.Balance-w.Held {
+		b.mu.Unlock()
+		return store.Wallet{}, store.ErrInsufficient
+	}
+	if err := b.record(e, val); err != nil {
+		b.mu.Unlock()
+		return store.Wallet{}, err
+	}
+	w.Held += h.Amount
+	b.holds[h.ID] = h
+	out := *w
+	b.mu.Unlock()
+	return out, b.durable(e.seq)
+}
+
+// Settle closes a hold and writes its row in one step; st.Row.ID is set.
+func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
+	r := st.Row
+	if r == nil {
+		return errors.New("badgerstore: settlement without a row")
+	}
+	if err := checkID("account", r.AccountID); err != nil {
+		return err
+	}
+	if r.KeyID != "" {
+		if err := checkID("key", r.KeyID); err != nil {
+			return err
+		}
+	}
+	if st.Charge < 0 {
+		return fmt.Errorf("badgerstore: negative charge %s", st.Charge)
+	}
+	if st.HoldID == "" && st.Charge != 0 {
+		return fmt.Errorf("badgerstore: charge %s without a hold", st.Charge)
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	e := &entry{kind: kindSettle, account: r.AccountID, holdID: st.HoldID, charge: st.Charge}
+	e.rowVal = encodeRow(make([]byte, 0, 256), r)
+	settleKeys(e, r)
+
+	b := s.books
+	var w *store.Wallet
+	if st.HoldID != "" {
+		var err error
+		if w, err = s.lockWallet(r.AccountID); err != nil {
+			b.mu.Unlock()
+			return err
+		}
+		h, ok := b.holds[st.HoldID]
+		if !ok {
+			b.mu.Unlock()
+			return store.ErrNotFound
+		}
+		if h.AccountID != r.AccountID {
+			b.mu.Unlock()
+			return fmt.Errorf("badgerstore: row account %q differs from hold account %q", r.AccountID, h.AccountID)
+		}
+		e.amount, e.keyID = h.Amount, h.KeyID
+	} else {
+		b.mu.Lock()
+	}
+	id, err := nextID(s.logSeq)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	setRowID(e, id)
+	if err := b.record(e, settlePayload(e, id)); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	if w != nil {
+		w.Held -= e.amount
+		w.Balance -= e.charge
+		delete(b.holds, st.HoldID)
+	}
+	b.mu.Unlock()
+	r.ID = id
+	return b.durable(e.seq)
+}
+
+// settleKeys prepares a settlement's index value and keys; the row id in
+// the keys is filled in by setRowID.
+func settleKeys(e *entry, r *store.LogRow) {
+	e.idxVal = encodeIndex(make([]byte, 0, 16+len(r.Status)+len(r.Model)+len(r.UnitType)+len(r.ErrorCode)), r)
+	e.idxKeys = append(e.idxKeys, appendPos(logAcctPrefix(r.AccountID), r.CreatedAt, 0))
+	if r.KeyID != "" {
+		e.idxKeys = append(e.idxKeys, appendPos(logKeyPrefix(r.AccountID, r.KeyID), r.CreatedAt, 0))
+	}
+	// A ref with a NUL byte is not indexed: Ref queries cannot name it.
+	if validID(r.RequestID) {
+		e.refKeys = append(e.refKeys, appendID(logRefPrefix(r.RequestID), 0))
+	}
+	if r.TaskID != r.RequestID && validID(r.TaskID) {
+		e.refKeys = append(e.refKeys, appendID(logRefPrefix(r.TaskID), 0))
+	}
+}
+
+func setRowID(e *entry, id uint64) {
+	for _, k := range e.idxKeys {
+		putID(k, id)
+	}
+	for _, k := range e.refKeys {
+		putID(k, id)
+	}
+}
+
+// rowID reads the row id back from a settlement's index key.
+func (e *entry) rowID() uint64 { return tailID(e.idxKeys[0]) }
+
+func settlePayload(e *entry, id uint64) []byte {
+	p := enc{make([]byte, 0, 48+len(e.holdID)+len(e.account)+len(e.keyID)+len(e.rowVal))}
+	p.str(e.holdID)
+	p.str(e.account)
+	p.str(e.keyID)
+	p.int(int64(e.amount))
+	p.int(int64(e.charge))
+	p.uint(id)
+	p.bytes(e.rowVal)
+	return p.b
+}
+
+// CreateAccount writes the account, its wallet and the opening credit.
+func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredit money.Nano, note string) error {
+	if err := checkID("account", a.ID); err != nil {
+		return err
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	e := &entry{kind: kindAccount, account: a.ID, amount: initialCredit, acctVal: encodeAccount(&a)}
+	b := s.books
+	_, err := s.lockWallet(a.ID)
+	switch {
+	case err == nil:
+		err = store.ErrExists
+	case errors.Is(err, store.ErrNotFound):
+		err = s.ledgerEntry(e, note)
+	}
+	if err == nil {
+		p := enc{make([]byte, 0, 32+len(e.acctVal)+len(e.ledger))}
+		p.bytes(e.acctVal)
+		p.str(a.ID)
+		p.int(int64(initialCredit))
+		p.uint(e.ledgID)
+		p.bytes(e.ledger)
+		err = b.record(e, p.b)
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.wallets[a.ID] = &store.Wallet{AccountID: a.ID, Balance: initialCredit}
+	b.mu.Unlock()
+	if err := b.durable(e.seq); err != nil {
+		return err
+	}
+	return s.catchUp(ctx, e.seq)
+}
+
+// Credit adds amount (negative for a correction) to the balance.
+func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano, note string) (store.Wallet, error) {
+	if err := checkID("account", accountID); err != nil {
+		return store.Wallet{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return store.Wallet{}, err
+	}
+	defer s.mu.RUnlock()
+	e := &entry{kind: kindCredit, account: accountID, amount: amount}
+	b := s.books
+	w, err := s.lockWallet(accountID)
+	if err == nil {
+		err = s.ledgerEntry(e, note)
+	}
+	if err == nil {
+		p := enc{make([]byte, 0, 32+len(accountID)+len(e.ledger))}
+		p.str(accountID)
+		p.int(int64(amount))
+		p.uint(e.ledgID)
+		p.bytes(e.ledger)
+		err = b.record(e, p.b)
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return store.Wallet{}, err
+	}
+	w.Balance += amount
+	out := *w
+	b.mu.Unlock()
+	if err := b.durable(e.seq); err != nil {
+		return store.Wallet{}, err
+	}
+	return out, s.catchUp(ctx, e.seq)
+}
+
+// ledgerEntry numbers and encodes the ledger entry of a credit; none for
+// an opening credit of 0.
+func (s *Store) ledgerEntry(e *entry, note string) error {
+	if e.kind == kindAccount && e.amount == 0 {
+		return nil
+	}
+	id, err := nextID(s.ledgerSeq)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(store.LedgerEntry{ID: id, AccountID: e.account, Amount: e.amount, Note: note, CreatedAt: time.Now().UTC()})
+	e.ledgID, e.ledger = id, v
+	return err
+}
+
+// OpenHolds lists every hold not yet settled.
+func (s *Store) OpenHolds(ctx context.Context) ([]store.Hold, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	b := s.books
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]store.Hold, 0, len(b.holds))
+	for _, h := range b.holds {
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// nextID draws from a sequence, skipping 0 so no id is ever zero. Ids
+// leased but not used before a crash are skipped, never reused.
+func nextID(seq *badger.Sequence) (uint64, error) {
+	for {
+		id, err := seq.Next()
+		if err != nil || id != 0 {
+			return id, err
+		}
+	}
+}
+
+// catchUp waits until Badger has every move journaled before the call.
+func (s *Store) catchUp(ctx context.Context, seq uint64) error {
+	b := s.books
+	for b.applied.Load() < seq {
+		b.appliedMu.Lock()
+		ch := b.caughtUp
+		b.appliedMu.Unlock()
+		if b.applied.Load() >= seq {
+			return nil
+		}
+		nudge(b.work)
+		nudge(b.urge)
+		select {
+		case <-ch:
+		case <-b.done:
+			if b.applied.Load() >= seq {
+				return nil
+			}
+			return store.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// seen waits until Badger has every move made so far: reads of rows and
+// key usage call it first.
+func (s *Store) seen(ctx context.Context) error {
+	b := s.books
+	b.mu.Lock()
+	seq := b.seq
+	b.mu.Unlock()
+	return s.catchUp(ctx, seq)
+}
+
+// applyLoop moves journaled moves into Badger: it wakes on the first
+// queued move, lets more gather for the apply delay (less when urged),
+// and commits them together.
+func (s *Store) applyLoop() {
+	b := s.books
+	defer close(b.done)
+	timer := time.NewTimer(b.delay)
+	timer.Stop()
+	for {
+		select {
+		case <-b.work:
+		case <-b.stop:
+			s.applyQueued()
+			return
+		}
+		timer.Reset(b.delay)
+		select {
+		case <-timer.C:
+		case <-b.urge:
+			timer.Stop()
+		case <-b.stop:
+			s.applyQueued()
+			return
+		}
+		s.applyQueued()
+	}
+}
+
+// applyQueued commits everything queued, retrying a failed commit until
+// it succeeds or the store is crashing (tests).
+func (s *Store) applyQueued() {
+	b := s.books
+	b.mu.Lock()
+	batch := b.queue
+	b.queue, b.spare = b.spare[:0], nil
+	discard := b.discard
+	b.mu.Unlock()
+	if discard {
+		return
+	}
+	all := batch
+	backoff := 10 * time.Millisecond
+	for len(batch) > 0 {
+		n, err := s.applyEntries(batch)
+		if err != nil {
+			s.log.Error("applying money moves to the store failed; retrying", "error", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-b.stop:
+				if b.discard {
+					return
+				}
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		last := batch[n-1].seq
+		clear(batch[:n])
+		batch = batch[n:]
+		s.published(last)
+	}
+	b.mu.Lock()
+	if b.spare == nil && cap(all) <= 4*maxBatch {
+		b.spare = all[:0]
+	}
+	b.mu.Unlock()
+}
+
+// published records that Badger has every move up to seq.
+func (s *Store) published(seq uint64) {
+	b := s.books
+	b.applied.Store(seq)
+	if b.j != nil {
+		b.mu.Lock()
+		b.j.applied(seq)
+		b.mu.Unlock()
+	}
+	b.appliedMu.Lock()
+	close(b.caughtUp)
+	b.caughtUp = make(chan struct{})
+	b.appliedMu.Unlock()
+}
+
+// applyEntries commits a prefix of es in one transaction and returns its
+// length: all of es, or less when the transaction would be too big.
+func (s *Store) applyEntries(es []*entry) (int, error) {
+	n := len(es)
+	for conflicts := 0; ; {
+		err := s.commitEntries(es[:n])
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, badger.ErrTxnTooBig) && n > 1:
+			n /= 2
+		case errors.Is(err, badger.ErrConflict) && conflicts < maxConflictRetries:
+			conflicts++
+		default:
+			return 0, err
+		}
+	}
+}
+
+// commitEntries writes es and the journal position in one transaction.
+// A hold placed and settled within es is never written. Wallets and key
+// usage are written once each, with their final values.
+func (s *Store) commitEntries(es []*entry) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	placed := map[string]bool{}
+	for _, e := range es {
+		if e.kind == kindHold {
+			placed[e.holdID] = true
+		}
+	}
+	settled := map[string]bool{}
+	for _, e := range es {
+		if e.kind == kindSettle && placed[e.holdID] {
+			settled[e.holdID] = true
+		}
+	}
+	wallets := map[string]*store.Wallet{}
+	wallet := func(account string) (*store.Wallet, error) {
+		if w, ok := wallets[account]; ok {
+			return w, nil
+		}
+		w, refused, err := readWallet(txn, account)
+		if err = errors.Join(refused, err); err != nil {
+			return nil, fmt.Errorf("wallet of %q: %w", account, err)
+		}
+		wallets[account] = &w
+		return &w, nil
+	}
+	keyUse := map[string]money.Nano{}
+	for _, e := range es {
+		var err error
+		switch e.kind {
+		case kindHold:
+			var w *store.Wallet
+			if w, err = wallet(e.account); err == nil {
+				w.Held += e.amount
+				if !settled[e.holdID] {
+					err = txn.Set(holdKey(e.holdID), e.holdVal)
+				}
+			}
+		case kindSettle:
+			err = s.writeSettlement(txn, e, placed[e.holdID], wallet, keyUse)
+		case kindAccount:
+			wallets[e.account] = &store.Wallet{AccountID: e.account, Balance: e.amount}
+			err = txn.Set(accountKey(e.account), e.acctVal)
+			if err == nil && e.ledger != nil {
+				err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
+			}
+		case kindCredit:
+			var w *store.Wallet
+			if w, err = wallet(e.account); err == nil {
+				w.Balance += e.amount
+				err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
+			}
+		default:
+			err = fmt.Errorf("badgerstore: unknown journal record kind %q", e.kind)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, w := range wallets {
+		if err := txn.Set(walletKey(w.AccountID), encodeWallet(*w)); err != nil {
+			return err
+		}
+	}
+	for k, add := range keyUse {
+		key := keyUseKey(k)
+		var use money.Nano
+		err := get(txn, key, func(v []byte) (e error) {
+			use, e = decodeNano(v)
+			return e
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := txn.Set(key, encodeNano(use+add)); err != nil {
+			return err
+		}
+	}
+	if err := txn.Set(journalKey, encodeSeq(es[len(es)-1].seq)); err != nil {
+		return err
+	}
+	return txn.Commit()
+}
+
+func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
+	wallet func(string) (*store.Wallet, error), keyUse map[string]money.Nano) error {
+	if e.holdID != "" {
+		w, err := wallet(e.account)
+		if err != nil {
+			return err
+		}
+		w.Held -= e.amount
+		w.Balance -= e.charge
+		if !placedHere {
+			if err := txn.Delete(holdKey(e.holdID)); err != nil {
+				return err
+			}
+		}
+		if e.charge != 0 && e.keyID != "" {
+			keyUse[e.keyID] += e.charge
+		}
+	}
+	if err := txn.Set(logKey(e.rowID()), e.rowVal); err != nil {
+		return err
+	}
+	for _, k := range e.idxKeys {
+		if err := txn.Set(k, e.idxVal); err != nil {
+			return err
+		}
+	}
+	for _, k := range e.refKeys {
+		if err := txn.Set(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replay turns journal records back into moves.
+func replayEntry(r record) (*entry, error) {
+	d := dec{s: string(r.payload)}
+	e := &entry{seq: r.seq, kind: r.kind}
+	switch r.kind {
+	case kindHold:
+		h, err := decodeHold(r.payload)
+		if err != nil {
+			return nil, err
+		}
+		e.account, e.amount, e.holdID, e.holdVal = h.AccountID, h.Amount, h.ID, r.payload
+		return e, nil
+	case kindSettle:
+		e.holdID, e.account, e.keyID = d.str(), d.str(), d.str()
+		e.amount, e.charge = money.Nano(d.int()), money.Nano(d.int())
+		id := d.uint()
+		e.rowVal = d.bytes()
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		row, err := decodeRow(e.rowVal, id)
+		if err != nil {
+			return nil, err
+		}
+		settleKeys(e, &row)
+		setRowID(e, id)
+		return e, nil
+	case kindAccount:
+		e.acctVal, e.account, e.amount = d.bytes(), d.str(), money.Nano(d.int())
+		e.ledgID, e.ledger = d.uint(), d.bytes()
+		if len(e.ledger) == 0 {
+			e.ledger = nil
+		}
+	case kindCredit:
+		e.account, e.amount, e.ledgID, e.ledger = d.str(), money.Nano(d.int()), d.uint(), d.bytes()
+	default:
+		return nil, fmt.Errorf("badgerstore: unknown journal record kind %q", r.kind)
+	}
+	return e, d.done()
+}
