@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -26,14 +27,16 @@ var errDataPlaneClosed = errors.New("vendor: data plane closed")
 type dataPlaneClient struct {
 	network, addr string
 	token         []byte
+	cancelCall    func(id uint64)
+	lastID        atomic.Uint64
 
 	mu     sync.Mutex
 	idle   []*planeConn
 	closed bool
 }
 
-func newDataPlaneClient(r *vendorv1.OpenDataPlaneResponse) *dataPlaneClient {
-	return &dataPlaneClient{network: r.GetNetwork(), addr: r.GetAddress(), token: r.GetToken()}
+func newDataPlaneClient(r *vendorv1.OpenDataPlaneResponse, cancelCall func(id uint64)) *dataPlaneClient {
+	return &dataPlaneClient{network: r.GetNetwork(), addr: r.GetAddress(), token: r.GetToken(), cancelCall: cancelCall}
 }
 
 type planeConn struct {
@@ -61,7 +64,7 @@ func (d *dataPlaneClient) get() (*planeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &planeConn{c: conn, br: bufio.NewReaderSize(conn, 32<<10)}
+	pc := &planeConn{c: conn, br: bufio.NewReaderSize(conn, 16<<10)}
 	b := startFrame(nil, frameHello)
 	b = append(b, d.token...)
 	if _, err := conn.Write(finishFrame(b, 0)); err != nil {
@@ -97,10 +100,11 @@ func (d *dataPlaneClient) Close() error {
 	return nil
 }
 
-// start takes a connection, arranges for ctx's end to close it (which
-// cancels the call in the plugin) and sends req. done must be called
-// with whether the connection is fit for the next call.
-func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatRequest) (c *planeConn, done func(reuse bool), err error) {
+// start takes a connection and sends req. done must be called with
+// whether the call ended normally (its last frame read): otherwise, or
+// when ctx ends first, the plugin is told to cancel the call and the
+// connection is closed (which also stops a read in progress).
+func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatRequest) (c *planeConn, done func(finished bool), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -108,15 +112,24 @@ func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatReques
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { c.c.Close() })
-	done = func(reuse bool) {
-		if stop() && reuse {
+	id := d.lastID.Add(1)
+	abandon := func() {
+		d.cancelCall(id)
+		c.c.Close()
+	}
+	stop := context.AfterFunc(ctx, abandon)
+	done = func(finished bool) {
+		if !stop() {
+			return // abandoned already
+		}
+		if finished {
 			d.put(c)
 			return
 		}
-		c.c.Close()
+		abandon()
 	}
 	pr := toProtoRequest(req)
+	pr.CallId = id
 	if dl, ok := ctx.Deadline(); ok {
 		pr.ContextTimeoutUs = max(time.Until(dl).Microseconds(), 1)
 	}

@@ -31,6 +31,53 @@ type dataPlaneServer struct {
 	addr  string
 	token []byte
 	err   error
+
+	mu       sync.Mutex
+	calls    map[uint64]context.CancelFunc // calls running
+	early    [64]uint64                    // cancelled before they were read
+	earlyPos int
+}
+
+// maxEarly bounds the cancellations kept for calls not read yet: the host
+// cancels right after sending, so only the last few matter.
+const maxEarly = len(dataPlaneServer{}.early)
+
+// cancel ends call id, or, if it has not started, marks it to end at once.
+func (s *dataPlaneServer) cancel(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.calls[id]; ok {
+		c()
+		return
+	}
+	s.early[s.earlyPos] = id
+	s.earlyPos = (s.earlyPos + 1) % maxEarly
+}
+
+// begin registers a call; its context ends on CancelCall.
+func (s *dataPlaneServer) begin(id uint64) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if id == 0 {
+		return ctx, cancel
+	}
+	s.mu.Lock()
+	if s.calls == nil {
+		s.calls = map[uint64]context.CancelFunc{}
+	}
+	s.calls[id] = cancel
+	for i, e := range s.early {
+		if e == id {
+			s.early[i] = 0
+			cancel()
+		}
+	}
+	s.mu.Unlock()
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.calls, id)
+		s.mu.Unlock()
+		cancel()
+	}
 }
 
 // open starts listening on first use and returns where to connect.
@@ -85,41 +132,28 @@ func (s *dataPlaneServer) accept() {
 	}
 }
 
-// serveConn runs one connection: a reader goroutine hands each call to
-// this one and, when the host closes the connection, cancels the call in
-// flight (closing is how the host cancels).
+// serveConn runs one connection: read a call, answer it, read the next,
+// all in this goroutine.
 func (s *dataPlaneServer) serveConn(c net.Conn) {
 	defer c.Close()
-	br := bufio.NewReaderSize(c, 64<<10)
+	br := bufio.NewReaderSize(c, 16<<10)
 	t, tok, err := readFrame(br)
 	if err != nil || t != frameHello || subtle.ConstantTimeCompare(tok, s.token) != 1 {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type call struct {
-		stream  bool
-		payload []byte
-	}
-	calls := make(chan call, 1)
-	go func() {
-		defer close(calls)
-		defer cancel()
-		for {
-			t, payload, err := readFrame(br)
-			if err != nil || t != frameChat && t != frameStream {
-				return
-			}
-			calls <- call{stream: t == frameStream, payload: payload}
-		}
-	}()
 	w := &frameWriter{c: c}
-	for cl := range calls {
-		var pr vendorv1.ChatRequest
-		if err := proto.Unmarshal(cl.payload, &pr); err != nil {
+	for {
+		t, payload, err := readFrame(br)
+		if err != nil || t != frameChat && t != frameStream {
 			return
 		}
-		err = s.call(ctx, cl.stream, &pr, w)
+		var pr vendorv1.ChatRequest
+		if err := proto.Unmarshal(payload, &pr); err != nil {
+			return
+		}
+		ctx, end := s.begin(pr.GetCallId())
+		err = s.call(ctx, t == frameStream, &pr, w)
+		end()
 		w.release()
 		if err != nil {
 			return // the connection broke: the host sees it closed

@@ -66,7 +66,7 @@ func (p *GRPCPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *gr
 			return nil, fmt.Errorf("vendor: the plugin offers data plane version %d on %q, want %d on unix",
 				r.GetVersion(), r.GetNetwork(), DataPlaneVersion)
 		}
-		gc.dp = newDataPlaneClient(r)
+		gc.dp = newDataPlaneClient(r, gc.cancelCall)
 	case codes.Unimplemented: // an older plugin: gRPC calls only
 	default:
 		return nil, fmt.Errorf("vendor: open the data plane: %w", err)
@@ -79,6 +79,11 @@ type grpcServer struct {
 	vendorv1.UnimplementedVendorServer
 	impl Vendor
 	dp   *dataPlaneServer
+}
+
+func (s *grpcServer) CancelCall(_ context.Context, req *vendorv1.CancelCallRequest) (*vendorv1.CancelCallResponse, error) {
+	s.dp.cancel(req.GetCallId())
+	return &vendorv1.CancelCallResponse{}, nil
 }
 
 func (s *grpcServer) OpenDataPlane(_ context.Context, req *vendorv1.OpenDataPlaneRequest) (*vendorv1.OpenDataPlaneResponse, error) {
@@ -164,6 +169,16 @@ func (s *grpcServer) ChatStream(req *vendorv1.ChatRequest, stream vendorv1.Vendo
 type grpcClient struct {
 	c  vendorv1.VendorClient
 	dp *dataPlaneClient // nil: Chat and ChatStream go over gRPC
+}
+
+// cancelCall tells the plugin to end a data plane call, in the background:
+// the caller has moved on.
+func (c *grpcClient) cancelCall(id uint64) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = c.c.CancelCall(ctx, &vendorv1.CancelCallRequest{CallId: id})
+	}()
 }
 
 // Close closes the data plane's idle connections.

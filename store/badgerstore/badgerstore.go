@@ -80,9 +80,10 @@ func Open(dir string, o Options) (*Store, error) {
 		WithNumCompactors(2).
 		// Sized for a gateway, not a database server: Badger's defaults
 		// (64 MB memtables x5, a 256 MB block cache) would dominate RSS.
-		WithMemTableSize(16 << 20).
-		WithNumMemtables(3).
-		WithBlockCacheSize(32 << 20).
+		WithMemTableSize(4 << 20).
+		WithNumMemtables(2).
+		WithBlockCacheSize(8 << 20).
+		WithBaseTableSize(1 << 20).
 		WithValueLogFileSize(256 << 20).
 		// Rows with a large technical view go to the value log, so index
 		// scans read compact LSM tables.

@@ -384,8 +384,10 @@ type ChatRequest struct {
 	// Data plane only: what was left of the caller's deadline when the call
 	// was sent, in microseconds (gRPC carries it in grpc-timeout); 0 = none.
 	ContextTimeoutUs int64 `protobuf:"varint,11,opt,name=context_timeout_us,json=contextTimeoutUs,proto3" json:"context_timeout_us,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Data plane only: the host's number for the call, named by CancelCall.
+	CallId        uint64 `protobuf:"varint,12,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ChatRequest) Reset() {
@@ -495,6 +497,93 @@ func (x *ChatRequest) GetContextTimeoutUs() int64 {
 	return 0
 }
 
+func (x *ChatRequest) GetCallId() uint64 {
+	if x != nil {
+		return x.CallId
+	}
+	return 0
+}
+
+type CancelCallRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CallId        uint64                 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelCallRequest) Reset() {
+	*x = CancelCallRequest{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelCallRequest) ProtoMessage() {}
+
+func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelCallRequest.ProtoReflect.Descriptor instead.
+func (*CancelCallRequest) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelCallRequest) GetCallId() uint64 {
+	if x != nil {
+		return x.CallId
+	}
+	return 0
+}
+
+type CancelCallResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelCallResponse) Reset() {
+	*x = CancelCallResponse{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelCallResponse) ProtoMessage() {}
+
+func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelCallResponse.ProtoReflect.Descriptor instead.
+func (*CancelCallResponse) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
+}
+
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          FailureKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=tollgate.vendor.v1.FailureKind" json:"kind,omitempty"`
@@ -505,7 +594,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +606,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +619,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Failure) GetKind() FailureKind {
@@ -562,7 +651,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +663,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +676,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChatResponse) GetStatus() int32 {
@@ -630,7 +719,7 @@ type Head struct {
 
 func (x *Head) Reset() {
 	*x = Head{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +731,7 @@ func (x *Head) String() string {
 func (*Head) ProtoMessage() {}
 
 func (x *Head) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +744,7 @@ func (x *Head) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Head.ProtoReflect.Descriptor instead.
 func (*Head) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Head) GetStatus() int32 {
@@ -691,7 +780,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +792,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +805,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Event) GetEvent() string {
@@ -747,7 +836,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +848,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +861,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StreamFrame) GetFrame() isStreamFrame_Frame {
@@ -841,7 +930,7 @@ type OpenDataPlaneRequest struct {
 
 func (x *OpenDataPlaneRequest) Reset() {
 	*x = OpenDataPlaneRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +942,7 @@ func (x *OpenDataPlaneRequest) String() string {
 func (*OpenDataPlaneRequest) ProtoMessage() {}
 
 func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +955,7 @@ func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneRequest.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OpenDataPlaneRequest) GetVersions() []uint32 {
@@ -893,7 +982,7 @@ type OpenDataPlaneResponse struct {
 
 func (x *OpenDataPlaneResponse) Reset() {
 	*x = OpenDataPlaneResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +994,7 @@ func (x *OpenDataPlaneResponse) String() string {
 func (*OpenDataPlaneResponse) ProtoMessage() {}
 
 func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1007,7 @@ func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneResponse.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OpenDataPlaneResponse) GetVersion() uint32 {
@@ -951,7 +1040,9 @@ func (x *OpenDataPlaneResponse) GetToken() []byte {
 
 // DataPlane, version 1. Every frame on the socket is a 4-byte big-endian
 // length n, then one type byte, then n-1 bytes of payload. A connection
-// carries one call at a time; the host closes it to cancel a call.
+// carries one call at a time, read and answered by one goroutine of the
+// plugin; the host cancels a call with CancelCall and closes its
+// connection.
 //
 //	host -> plugin   'H' hello: the token, once, first
 //	                 'Q' a Chat call: ChatRequest
@@ -973,7 +1064,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1076,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1089,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EventBatch) GetEvents() []*Event {
@@ -1034,7 +1125,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
-	"\x11ConfigureResponse\"\xbb\x03\n" +
+	"\x11ConfigureResponse\"\xd4\x03\n" +
 	"\vChatRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x14\n" +
@@ -1049,10 +1140,14 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\toperation\x18\t \x01(\tR\toperation\x12&\n" +
 	"\x0fidle_timeout_ms\x18\n" +
 	" \x01(\x03R\ridleTimeoutMs\x12,\n" +
-	"\x12context_timeout_us\x18\v \x01(\x03R\x10contextTimeoutUs\x1a:\n" +
+	"\x12context_timeout_us\x18\v \x01(\x03R\x10contextTimeoutUs\x12\x17\n" +
+	"\acall_id\x18\f \x01(\x04R\x06callId\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"X\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\",\n" +
+	"\x11CancelCallRequest\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\x04R\x06callId\"\x14\n" +
+	"\x12CancelCallResponse\"X\n" +
 	"\aFailure\x123\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1f.tollgate.vendor.v1.FailureKindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xf6\x01\n" +
@@ -1095,14 +1190,16 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x14FAILURE_KIND_TIMEOUT\x10\x02\x12\x19\n" +
 	"\x15FAILURE_KIND_CANCELED\x10\x03\x12\x17\n" +
 	"\x13FAILURE_KIND_BROKEN\x10\x04\x12\x17\n" +
-	"\x13FAILURE_KIND_CONFIG\x10\x052\xbc\x03\n" +
+	"\x13FAILURE_KIND_CONFIG\x10\x052\x99\x04\n" +
 	"\x06Vendor\x12U\n" +
 	"\bDescribe\x12#.tollgate.vendor.v1.DescribeRequest\x1a$.tollgate.vendor.v1.DescribeResponse\x12X\n" +
 	"\tConfigure\x12$.tollgate.vendor.v1.ConfigureRequest\x1a%.tollgate.vendor.v1.ConfigureResponse\x12I\n" +
 	"\x04Chat\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a .tollgate.vendor.v1.ChatResponse\x12P\n" +
 	"\n" +
 	"ChatStream\x12\x1f.tollgate.vendor.v1.ChatRequest\x1a\x1f.tollgate.vendor.v1.StreamFrame0\x01\x12d\n" +
-	"\rOpenDataPlane\x12(.tollgate.vendor.v1.OpenDataPlaneRequest\x1a).tollgate.vendor.v1.OpenDataPlaneResponseB@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
+	"\rOpenDataPlane\x12(.tollgate.vendor.v1.OpenDataPlaneRequest\x1a).tollgate.vendor.v1.OpenDataPlaneResponse\x12[\n" +
+	"\n" +
+	"CancelCall\x12%.tollgate.vendor.v1.CancelCallRequest\x1a&.tollgate.vendor.v1.CancelCallResponseB@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
 
 var (
 	file_proto_vendorplugin_v1_vendor_proto_rawDescOnce sync.Once
@@ -1117,7 +1214,7 @@ func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(FailureKind)(0),              // 0: tollgate.vendor.v1.FailureKind
 	(*DescribeRequest)(nil),       // 1: tollgate.vendor.v1.DescribeRequest
@@ -1126,45 +1223,49 @@ var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),      // 4: tollgate.vendor.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),     // 5: tollgate.vendor.v1.ConfigureResponse
 	(*ChatRequest)(nil),           // 6: tollgate.vendor.v1.ChatRequest
-	(*Failure)(nil),               // 7: tollgate.vendor.v1.Failure
-	(*ChatResponse)(nil),          // 8: tollgate.vendor.v1.ChatResponse
-	(*Head)(nil),                  // 9: tollgate.vendor.v1.Head
-	(*Event)(nil),                 // 10: tollgate.vendor.v1.Event
-	(*StreamFrame)(nil),           // 11: tollgate.vendor.v1.StreamFrame
-	(*OpenDataPlaneRequest)(nil),  // 12: tollgate.vendor.v1.OpenDataPlaneRequest
-	(*OpenDataPlaneResponse)(nil), // 13: tollgate.vendor.v1.OpenDataPlaneResponse
-	(*EventBatch)(nil),            // 14: tollgate.vendor.v1.EventBatch
-	nil,                           // 15: tollgate.vendor.v1.Channel.SettingsEntry
-	nil,                           // 16: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	nil,                           // 17: tollgate.vendor.v1.ChatRequest.HeadersEntry
-	nil,                           // 18: tollgate.vendor.v1.ChatResponse.HeadersEntry
-	nil,                           // 19: tollgate.vendor.v1.Head.HeadersEntry
+	(*CancelCallRequest)(nil),     // 7: tollgate.vendor.v1.CancelCallRequest
+	(*CancelCallResponse)(nil),    // 8: tollgate.vendor.v1.CancelCallResponse
+	(*Failure)(nil),               // 9: tollgate.vendor.v1.Failure
+	(*ChatResponse)(nil),          // 10: tollgate.vendor.v1.ChatResponse
+	(*Head)(nil),                  // 11: tollgate.vendor.v1.Head
+	(*Event)(nil),                 // 12: tollgate.vendor.v1.Event
+	(*StreamFrame)(nil),           // 13: tollgate.vendor.v1.StreamFrame
+	(*OpenDataPlaneRequest)(nil),  // 14: tollgate.vendor.v1.OpenDataPlaneRequest
+	(*OpenDataPlaneResponse)(nil), // 15: tollgate.vendor.v1.OpenDataPlaneResponse
+	(*EventBatch)(nil),            // 16: tollgate.vendor.v1.EventBatch
+	nil,                           // 17: tollgate.vendor.v1.Channel.SettingsEntry
+	nil,                           // 18: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	nil,                           // 19: tollgate.vendor.v1.ChatRequest.HeadersEntry
+	nil,                           // 20: tollgate.vendor.v1.ChatResponse.HeadersEntry
+	nil,                           // 21: tollgate.vendor.v1.Head.HeadersEntry
 }
 var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
-	15, // 0: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
+	17, // 0: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
 	3,  // 1: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
-	16, // 2: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	17, // 3: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
+	18, // 2: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	19, // 3: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
 	0,  // 4: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
-	18, // 5: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
-	7,  // 6: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
-	19, // 7: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
-	9,  // 8: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
-	10, // 9: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
-	7,  // 10: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
-	10, // 11: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
+	20, // 5: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
+	9,  // 6: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
+	21, // 7: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
+	11, // 8: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
+	12, // 9: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
+	9,  // 10: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
+	12, // 11: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
 	1,  // 12: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
 	4,  // 13: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
 	6,  // 14: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
 	6,  // 15: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
-	12, // 16: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
-	2,  // 17: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
-	5,  // 18: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
-	8,  // 19: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
-	11, // 20: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
-	13, // 21: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
+	14, // 16: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
+	7,  // 17: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
+	2,  // 18: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
+	5,  // 19: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
+	10, // 20: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
+	13, // 21: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
+	15, // 22: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
+	8,  // 23: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
+	18, // [18:24] is the sub-list for method output_type
+	12, // [12:18] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -1175,7 +1276,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 	if File_proto_vendorplugin_v1_vendor_proto != nil {
 		return
 	}
-	file_proto_vendorplugin_v1_vendor_proto_msgTypes[10].OneofWrappers = []any{
+	file_proto_vendorplugin_v1_vendor_proto_msgTypes[12].OneofWrappers = []any{
 		(*StreamFrame_Head)(nil),
 		(*StreamFrame_Event)(nil),
 		(*StreamFrame_Failure)(nil),
@@ -1186,7 +1287,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

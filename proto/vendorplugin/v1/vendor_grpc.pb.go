@@ -29,6 +29,7 @@ const (
 	Vendor_Chat_FullMethodName          = "/tollgate.vendor.v1.Vendor/Chat"
 	Vendor_ChatStream_FullMethodName    = "/tollgate.vendor.v1.Vendor/ChatStream"
 	Vendor_OpenDataPlane_FullMethodName = "/tollgate.vendor.v1.Vendor/OpenDataPlane"
+	Vendor_CancelCall_FullMethodName    = "/tollgate.vendor.v1.Vendor/CancelCall"
 )
 
 // VendorClient is the client API for Vendor service.
@@ -50,6 +51,10 @@ type VendorClient interface {
 	// cost (see DataPlane below). Optional: a plugin without one answers
 	// codes.Unimplemented and the host keeps calling Chat and ChatStream.
 	OpenDataPlane(ctx context.Context, in *OpenDataPlaneRequest, opts ...grpc.CallOption) (*OpenDataPlaneResponse, error)
+	// CancelCall ends a data plane call the host gave up on (the client went
+	// away, the deadline passed): its context is cancelled, and so is its
+	// upstream call. Unknown or finished calls are ignored.
+	CancelCall(ctx context.Context, in *CancelCallRequest, opts ...grpc.CallOption) (*CancelCallResponse, error)
 }
 
 type vendorClient struct {
@@ -119,6 +124,16 @@ func (c *vendorClient) OpenDataPlane(ctx context.Context, in *OpenDataPlaneReque
 	return out, nil
 }
 
+func (c *vendorClient) CancelCall(ctx context.Context, in *CancelCallRequest, opts ...grpc.CallOption) (*CancelCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelCallResponse)
+	err := c.cc.Invoke(ctx, Vendor_CancelCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VendorServer is the server API for Vendor service.
 // All implementations must embed UnimplementedVendorServer
 // for forward compatibility.
@@ -138,6 +153,10 @@ type VendorServer interface {
 	// cost (see DataPlane below). Optional: a plugin without one answers
 	// codes.Unimplemented and the host keeps calling Chat and ChatStream.
 	OpenDataPlane(context.Context, *OpenDataPlaneRequest) (*OpenDataPlaneResponse, error)
+	// CancelCall ends a data plane call the host gave up on (the client went
+	// away, the deadline passed): its context is cancelled, and so is its
+	// upstream call. Unknown or finished calls are ignored.
+	CancelCall(context.Context, *CancelCallRequest) (*CancelCallResponse, error)
 	mustEmbedUnimplementedVendorServer()
 }
 
@@ -162,6 +181,9 @@ func (UnimplementedVendorServer) ChatStream(*ChatRequest, grpc.ServerStreamingSe
 }
 func (UnimplementedVendorServer) OpenDataPlane(context.Context, *OpenDataPlaneRequest) (*OpenDataPlaneResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenDataPlane not implemented")
+}
+func (UnimplementedVendorServer) CancelCall(context.Context, *CancelCallRequest) (*CancelCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelCall not implemented")
 }
 func (UnimplementedVendorServer) mustEmbedUnimplementedVendorServer() {}
 func (UnimplementedVendorServer) testEmbeddedByValue()                {}
@@ -267,6 +289,24 @@ func _Vendor_OpenDataPlane_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Vendor_CancelCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VendorServer).CancelCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Vendor_CancelCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VendorServer).CancelCall(ctx, req.(*CancelCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Vendor_ServiceDesc is the grpc.ServiceDesc for Vendor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -289,6 +329,10 @@ var Vendor_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "OpenDataPlane",
 			Handler:    _Vendor_OpenDataPlane_Handler,
+		},
+		{
+			MethodName: "CancelCall",
+			Handler:    _Vendor_CancelCall_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
