@@ -311,7 +311,8 @@ func (r *relay) add(ev vendor.Event) error {
 	return r.out.Append(pe)
 }
 
-func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
+// newRelay returns the relay of c's stream.
+func newRelay(c *Call) *relay {
 	rl := &relay{
 		c:         c,
 		track:     codec.For(c.Route.Protocol).NewStream(),
@@ -321,6 +322,11 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 	if c.Route.Translator != nil {
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
 	}
+	return rl
+}
+
+func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
+	rl := newRelay(c)
 	err := v.ChatStream(ctx, req, rl)
 	c.Usage = rl.track.Usage()
 	c.OutputChars = rl.track.OutputChars()

@@ -1,0 +1,263 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/keys"
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/badgerstore"
+)
+
+// The stages' own cost, one by one and chained, with a real (in-memory)
+// store and an in-process vendor that answers at once: what the gateway
+// adds around the plugin hop and the HTTP server. make bench runs them.
+
+const benchConfig = `
+channel "up" {
+  vendor    = "fake"
+  base_url  = "http://127.0.0.1:1"
+  families  = ["chat"]
+  protocols = ["openai_chat"]
+  models    = ["m"]
+}
+model "m" {
+  owned_by           = "bench"
+  default_max_tokens = 4096
+  translate_from     = ["anthropic_messages"]
+  price {
+    input  = "0.15"
+    output = "0.60"
+  }
+}
+`
+
+var (
+	benchAnswer = []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"one two three four five six seven eight"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":12,"completion_tokens":8,"total_tokens":20}}`)
+	benchChatBody     = []byte(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say eight words."}]}`)
+	benchMessagesBody = []byte(`{"model":"m","max_tokens":256,"system":"Be brief.","messages":[{"role":"user","content":"Say eight words."}]}`)
+	benchStreamBody   = []byte(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say twenty words."}]}`)
+)
+
+// benchEvents is a 20-chunk completions stream with its finish and usage
+// chunks and [DONE]: 23 events.
+func benchEvents() []vendor.Event {
+	var evs []vendor.Event
+	for i := range 20 {
+		evs = append(evs, vendor.Event{Data: fmt.Appendf(nil,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":null}]}`, i)})
+	}
+	evs = append(evs,
+		vendor.Event{Data: []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)},
+		vendor.Event{Data: []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":20,"total_tokens":32}}`)},
+		vendor.Event{Data: []byte("[DONE]")})
+	return evs
+}
+
+// fastVendor answers every call at once.
+type fastVendor struct{ events []vendor.Event }
+
+func (fastVendor) Describe(context.Context) (vendor.Description, error) {
+	return vendor.Description{Name: "fake"}, nil
+}
+func (fastVendor) Configure(context.Context, vendor.Config) error { return nil }
+func (fastVendor) Chat(context.Context, *vendor.ChatRequest) (*vendor.ChatResponse, error) {
+	return &vendor.ChatResponse{Status: 200, Body: benchAnswer}, nil
+}
+func (v fastVendor) ChatStream(_ context.Context, _ *vendor.ChatRequest, sink vendor.Sink) error {
+	if err := sink.Head(vendor.Head{Status: 200}); err != nil {
+		return err
+	}
+	return vendor.SendEvents(sink, v.events)
+}
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Flush()                      {}
+
+type benchGateway struct {
+	chain  *Chain
+	stages map[string]Stage
+	raw    string
+}
+
+func newBenchGateway(b *testing.B) *benchGateway {
+	b.Helper()
+	cfg, err := config.Parse([]byte(benchConfig), "bench.hcl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	if err := st.CreateAccount(ctx, store.Account{ID: "acct", Status: store.AccountActive}, money.Credits(1<<30), ""); err != nil {
+		b.Fatal(err)
+	}
+	raw := keys.Prefix + strings.Repeat("ab", 32)
+	k := store.Key{ID: "key", AccountID: "acct", Name: "bench", Prefix: raw[:16], Hash: keys.Hash(raw), Enabled: true, Kind: store.KindConsole}
+	if err := st.CreateKey(ctx, k); err != nil {
+		b.Fatal(err)
+	}
+	d := &Deps{Config: cfg, Store: st, Logger: hclog.NewNullLogger(), Now: time.Now,
+		Vendors: map[string]vendor.Vendor{"fake": fastVendor{events: benchEvents()}}}
+	g := &benchGateway{stages: map[string]Stage{}, raw: raw}
+	reg := NewRegistry()
+	if g.chain, err = Build(reg, d, nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range g.chain.stages {
+		g.stages[s.Name()] = s
+	}
+	return g
+}
+
+var benchSeq int
+
+func (g *benchGateway) call(p protocol.ID, path string, body []byte) *Call {
+	r, _ := http.NewRequest(http.MethodPost, "http://gw"+path, bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+g.raw)
+	r.Header.Set("anthropic-version", "2023-06-01")
+	benchSeq++
+	return &Call{ID: "req_" + strconv.Itoa(benchSeq), Start: time.Now(), Protocol: p, Billed: true, Request: r,
+		W: NewResponseWriter(&discardWriter{h: http.Header{}}), Body: body}
+}
+
+// upTo runs the stages before name on c.
+func (g *benchGateway) upTo(b *testing.B, c *Call, name string) {
+	for _, s := range g.chain.stages {
+		if s.Name() == name {
+			return
+		}
+		if err := s.Serve(context.Background(), c); err != nil {
+			b.Fatalf("%s: %v", s.Name(), err)
+		}
+	}
+}
+
+// BenchmarkStage times each stage alone on a call the stages before it
+// prepared (a fresh copy per iteration, so nothing a stage sets carries
+// over). precharge places a hold per iteration and log settles one.
+func BenchmarkStage(b *testing.B) {
+	g := newBenchGateway(b)
+	ctx := context.Background()
+	for _, name := range DefaultOrder {
+		b.Run(name, func(b *testing.B) {
+			base := g.call(protocol.OpenAIChat, "/v1/chat/completions", benchChatBody)
+			g.upTo(b, base, name)
+			s := g.stages[name]
+			b.ReportAllocs()
+			for b.Loop() {
+				c := *base
+				c.deferred = nil
+				if name == "precharge" || name == "log" {
+					benchSeq++
+					c.ID = "req_" + strconv.Itoa(benchSeq)
+				}
+				if name == "log" {
+					if err := g.stages["precharge"].Serve(ctx, &c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Serve(ctx, &c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkChain is the whole chain per call: non-streaming, a 20-chunk
+// stream, and a messages-style call translated to completions.
+func BenchmarkChain(b *testing.B) {
+	g := newBenchGateway(b)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		p    protocol.ID
+		path string
+		body []byte
+	}{
+		{"completions", protocol.OpenAIChat, "/v1/chat/completions", benchChatBody},
+		{"stream-20", protocol.OpenAIChat, "/v1/chat/completions", benchStreamBody},
+		{"messages-translated", protocol.AnthropicMessages, "/v1/messages", benchMessagesBody},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c := g.call(tc.p, tc.path, tc.body)
+				g.chain.Run(ctx, c)
+				if c.Err != nil || c.Row == nil {
+					b.Fatalf("call failed: %v", c.Err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRelay is the SSE relay alone: 23 upstream events to the
+// client, as one batch (one flush) or one by one, native or translated.
+func BenchmarkRelay(b *testing.B) {
+	g := newBenchGateway(b)
+	evs := benchEvents()
+	for _, tc := range []struct {
+		name  string
+		p     protocol.ID
+		path  string
+		body  []byte
+		batch bool
+	}{
+		{"native/batch", protocol.OpenAIChat, "/v1/chat/completions", benchStreamBody, true},
+		{"native/one-by-one", protocol.OpenAIChat, "/v1/chat/completions", benchStreamBody, false},
+		{"to-messages/batch", protocol.AnthropicMessages, "/v1/messages", []byte(`{"model":"m","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hi"}]}`), true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			base := g.call(tc.p, tc.path, tc.body)
+			g.upTo(b, base, "dispatch")
+			if err := base.Route.prepare(base, "m"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c := *base
+				rl := newRelay(&c)
+				if err := rl.Head(vendor.Head{Status: 200}); err != nil {
+					b.Fatal(err)
+				}
+				var err error
+				if tc.batch {
+					err = rl.Events(evs)
+				} else {
+					for _, e := range evs {
+						if err = rl.Event(e); err != nil {
+							break
+						}
+					}
+				}
+				if err != nil || !rl.track.Complete() {
+					b.Fatalf("relay: %v, complete %v", err, rl.track.Complete())
+				}
+			}
+		})
+	}
+}
