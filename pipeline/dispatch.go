@@ -57,12 +57,19 @@ const (
 
 func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	r := c.Route
-	timeout := c.Model.Timeout
-	if timeout <= 0 {
-		timeout = DefaultChatTimeout
+	modelTimeout := c.Model.Timeout
+	if modelTimeout <= 0 {
+		modelTimeout = DefaultChatTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// A channel's own timeout replaces the model's for calls on it (agents
+	// need about 600 s); the whole call may last as long as the longest.
+	total := modelTimeout
+	for _, ch := range r.Channels {
+		total = max(total, ch.Timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
+	timeout := modelTimeout
 
 	var last error
 	for _, ch := range s.order(r.Channels) {
@@ -72,6 +79,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 		}
 		v := s.vendors[ch.Vendor]
 		started := s.now()
+		s.health.Begin(ch.Name)
 		c.UpstreamTried = true
 		c.UpstreamCalls++
 		var res outcome
@@ -89,19 +97,34 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 				IdleTimeout: DefaultIdleTimeout,
 				RequestID:   c.ID,
 			}
+			timeout = modelTimeout
 			if ch.Timeout > 0 {
-				req.Timeout = ch.Timeout
+				timeout = ch.Timeout
 			}
+			req.Timeout = timeout
+			actx, acancel := context.WithTimeout(ctx, timeout)
 			if c.Stream {
-				res, err = s.stream(ctx, c, v, req)
+				res, err = s.stream(actx, c, v, req)
 			} else {
-				res, err = s.unary(ctx, c, v, req)
+				res, err = s.unary(actx, c, v, req)
 			}
+			acancel()
 		}
 		if res == done {
-			if err == nil || c.Served {
+			var code string
+			if err != nil {
+				code = apierr.As(err).Code
+			}
+			switch {
+			case err == nil || c.Served:
 				s.health.Success(ch.Name)
 				c.Channel = ch.Name
+			case code == apierr.UpstreamTimeout:
+				s.health.Failure(ch.Name)
+			case code == apierr.ClientClosed:
+				s.health.Release(ch.Name)
+			default: // the channel answered (a 4xx of the caller's making)
+				s.health.Success(ch.Name)
 			}
 			return err
 		}
@@ -145,7 +168,7 @@ func (s *dispatchStage) order(chans []*config.Channel) []*config.Channel {
 	usable := out[:0:0]
 	var resting []*config.Channel
 	for _, ch := range out {
-		if s.health.Usable(ch.Name) {
+		if s.health.Ready(ch.Name) {
 			usable = append(usable, ch)
 		} else {
 			resting = append(resting, ch)

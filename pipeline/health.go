@@ -28,20 +28,25 @@ func NewHealth(now func() time.Time) *Health {
 	return &Health{Threshold: 3, Cooldown: 30 * time.Second, now: now, m: map[string]*breaker{}}
 }
 
-// Usable reports whether a request may go to the channel now. For an open
-// breaker whose cooldown has passed it admits exactly one probe.
-func (h *Health) Usable(channel string) bool {
+// Ready reports whether the channel may be tried now: its breaker is
+// closed, or its cooldown has passed and no probe is out. It claims
+// nothing; Begin does, when the channel is actually called.
+func (h *Health) Ready(channel string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.m[channel]
-	if b == nil || b.failures < h.Threshold {
-		return true
+	return b == nil || b.failures < h.Threshold || !h.now().Before(b.openUntil) && !b.probing
+}
+
+// Begin is called right before a request goes to the channel. When the
+// breaker is open and its cooldown has passed, this request is the one
+// probe; Success, Failure or Release must follow.
+func (h *Health) Begin(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.m[channel]; b != nil && b.failures >= h.Threshold {
+		b.probing = true
 	}
-	if h.now().Before(b.openUntil) || b.probing {
-		return false
-	}
-	b.probing = true
-	return true
 }
 
 // Open reports whether the channel is taken out (without admitting a probe).
@@ -50,6 +55,16 @@ func (h *Health) Open(channel string) bool {
 	defer h.mu.Unlock()
 	b := h.m[channel]
 	return b != nil && b.failures >= h.Threshold && (h.now().Before(b.openUntil) || b.probing)
+}
+
+// Release ends a request that says nothing about the channel's health
+// (the client went away): a probe it carried may be sent again.
+func (h *Health) Release(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.m[channel]; b != nil {
+		b.probing = false
+	}
 }
 
 // Success records a served request.

@@ -11,33 +11,37 @@ func TestHealthBreaker(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		h.Failure("a")
 	}
-	if !h.Usable("a") {
+	if !h.Ready("a") {
 		t.Fatal("opened before the threshold")
 	}
 	h.Failure("a")
-	if h.Usable("a") || !h.Open("a") {
+	if h.Ready("a") || !h.Open("a") {
 		t.Fatal("not opened at the threshold")
 	}
 	now = now.Add(31 * time.Second)
-	if !h.Usable("a") {
-		t.Fatal("no probe after the cooldown")
+	if !h.Ready("a") || !h.Ready("a") {
+		t.Fatal("not ready for a probe after the cooldown (asking must not claim it)")
 	}
-	if h.Usable("a") {
+	h.Begin("a")
+	if h.Ready("a") {
 		t.Fatal("a second probe was admitted while the first is out")
 	}
 	h.Failure("a")
-	if h.Usable("a") {
+	if h.Ready("a") {
 		t.Fatal("a failed probe did not reopen the breaker")
 	}
 	now = now.Add(31 * time.Second)
-	if !h.Usable("a") {
-		t.Fatal("no probe after the second cooldown")
+	h.Begin("a")
+	h.Release("a")
+	if !h.Ready("a") {
+		t.Fatal("a probe whose client went away was not given back")
 	}
+	h.Begin("a")
 	h.Success("a")
-	if !h.Usable("a") || !h.Usable("a") || h.Open("a") {
+	if !h.Ready("a") || h.Open("a") {
 		t.Fatal("a successful probe did not close the breaker")
 	}
-	if !h.Usable("b") {
-		t.Fatal("an unknown channel is not usable")
+	if !h.Ready("b") {
+		t.Fatal("an unknown channel is not ready")
 	}
 }
