@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/codec"
@@ -24,9 +25,13 @@ func newAllowlist(d *Deps, _ map[string]string) (Stage, error) {
 func (s *allowlistStage) Name() string { return "allowlist" }
 
 func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
-	if c.Protocol == protocol.AnthropicMessages && c.Request.Header.Get("anthropic-version") == "" {
-		// The vendor's API refuses a raw call without it; the SDKs always send it.
-		return apierr.New(apierr.InvalidRequest, "anthropic-version: header is required (use 2023-06-01)")
+	if c.BodyErr != nil {
+		return c.BodyErr
+	}
+	if c.Protocol == protocol.AnthropicMessages {
+		if err := CheckAnthropicVersion(c.Request.Header.Get("anthropic-version")); err != nil {
+			return err
+		}
 	}
 	c.Codec = codec.For(c.Protocol)
 	if c.Codec == nil {
@@ -60,6 +65,22 @@ func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
 	}
 	return nil
 }
+
+// CheckAnthropicVersion accepts the messages protocol's version header as
+// the vendor's API does: required on raw calls, a date from 2023-06-01 on
+// (the official clients send 2023-06-01).
+func CheckAnthropicVersion(v string) error {
+	if v == "" {
+		return apierr.New(apierr.InvalidRequest, "anthropic-version: header is required (use 2023-06-01)")
+	}
+	d, err := time.Parse(time.DateOnly, v)
+	if err != nil || d.Before(firstAnthropicVersion) {
+		return apierr.Newf(apierr.InvalidRequest, "anthropic-version: %q is not a valid version (use 2023-06-01)", v)
+	}
+	return nil
+}
+
+var firstAnthropicVersion = time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // Allowed reports whether k may use m (by its id or any alias).
 func Allowed(k *store.Key, m *config.Model) bool {

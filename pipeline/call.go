@@ -22,6 +22,9 @@ type Call struct {
 	Request  *http.Request
 	W        *ResponseWriter
 	Body     []byte // the client body, read once
+	// BodyErr is why the body could not be read (too large, cut off); the
+	// call is refused with it after authentication, so it is logged.
+	BodyErr error
 
 	// ModelID is the model as the client named it (body, or URL path for
 	// generate-content); StreamPath is true for :streamGenerateContent.

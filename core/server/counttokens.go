@@ -24,6 +24,10 @@ func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if err := pipeline.CheckAnthropicVersion(r.Header.Get("anthropic-version")); err != nil {
+		apierr.Write(w, p, apierr.As(err))
+		return
+	}
 	body, aerr := readBody(w, r, MaxChatBody)
 	if aerr != nil {
 		apierr.Write(w, p, aerr)

@@ -195,8 +195,8 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 	}
 	body, err := readBody(w, r, MaxChatBody)
 	if err != nil {
-		apierr.Write(w, p, err)
-		return
+		// The chain still runs: a known key gets its rejected row.
+		c.BodyErr = err
 	}
 	c.Body = body
 	s.chain.Run(r.Context(), c)

@@ -144,7 +144,16 @@ func TestAgentsRouting(t *testing.T) {
 				t.Fatalf("status %d, want 413: %.300s", resp.StatusCode, b)
 			}
 			tc.check(t, call{Status: resp.StatusCode, Header: resp.Header, Body: b})
-			checkFree(t, w)
+			// Refused, not billed, but logged: the key was known.
+			bal, held := w.g.Balance(w.acct)
+			if bal != signupCredit || held != "0" {
+				t.Fatalf("balance %s held %s, want %s and 0", bal, held, signupCredit)
+			}
+			row := w.last(t, 1)
+			if row["status"] != "rejected" || row["cost"] != "0" || row["error_code"] != "invalid_request" ||
+				row["request_id"] != resp.Header.Get("x-gateway-trace") {
+				t.Fatalf("row %v, want a rejected invalid_request row of cost 0 for this request", row)
+			}
 		})
 	}
 }
