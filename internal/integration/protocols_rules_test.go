@@ -35,10 +35,14 @@ func TestProtocolsSpecRules(t *testing.T) {
 			func(key string) map[string]string { return map[string]string{"x-api-key": key} },
 			`{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request", "messages"},
 		{"messages: an anthropic-version that is not a date", "/v1/messages",
-			func(key string) map[string]string { return map[string]string{"x-api-key": key, "anthropic-version": "banana"} },
+			func(key string) map[string]string {
+				return map[string]string{"x-api-key": key, "anthropic-version": "banana"}
+			},
 			`{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request", "messages"},
 		{"messages: an anthropic-version before 2023-06-01", "/v1/messages",
-			func(key string) map[string]string { return map[string]string{"x-api-key": key, "anthropic-version": "2023-01-01"} },
+			func(key string) map[string]string {
+				return map[string]string{"x-api-key": key, "anthropic-version": "2023-01-01"}
+			},
 			`{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request", "messages"},
 		{"responses: previous_response_id", "/v1/responses", bearer,
 			`{"model":"gpt-5-codex","instructions":"x","input":[{"role":"user","content":"again"}],"previous_response_id":"resp_123"}`,
