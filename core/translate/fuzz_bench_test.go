@@ -140,6 +140,30 @@ func fuzzStream(f *testing.F, name string) {
 	})
 }
 
+// FuzzResponse feeds every pair's non-streaming answer translator (the
+// pair chosen by the second argument) with upstream bodies: it must not
+// panic, and what it returns without an error must be JSON.
+func FuzzResponse(f *testing.F) {
+	fixture := map[protocol.ID]string{
+		protocol.AnthropicMessages: "anthropic_message.json",
+		protocol.GeminiNative:      "gemini_response.json",
+		protocol.OpenAIChat:        "chat_completion.json",
+	}
+	trs := make([]Translator, len(pairs))
+	for i, p := range pairs {
+		trs[i] = mustLookup(f, p.from, p.to)
+		f.Add(readFixture(f, fixture[p.to]), uint8(i))
+		f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{}}]}}],"content":[{"type":"tool_use"}],"candidates":[{"content":{"parts":[{"functionCall":{}}]}}]}`), uint8(i))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, pair uint8) {
+		tr := trs[int(pair)%len(trs)]
+		out, err := tr.Response(body, testResp)
+		if err == nil && !json.Valid(out) {
+			t.Fatalf("%s -> %s: invalid output for %s:\n%s", tr.From(), tr.To(), body, out)
+		}
+	})
+}
+
 func FuzzRequestChatToMessages(f *testing.F)  { fuzzRequest(f, "ChatToMessages") }
 func FuzzRequestChatToGemini(f *testing.F)    { fuzzRequest(f, "ChatToGemini") }
 func FuzzRequestMessagesToChat(f *testing.F)  { fuzzRequest(f, "MessagesToChat") }

@@ -28,16 +28,33 @@ channel "solo-claude" {
   base_url  = "` + up.URL + `"
   api_key   = "` + upstreamKey + `"
   protocols = ["anthropic_messages"]
-  models    = ["solo-claude"]
+  models    = ["solo-claude", "slowpoke-claude"]
 }
 channel "solo-gemini" {
   vendor    = "gemini"
   base_url  = "` + up.URL + `"
   api_key   = "` + upstreamKey + `"
   protocols = ["gemini_native"]
-  models    = ["solo-gemini"]
+  models    = ["solo-gemini", "slowpoke-gemini"]
 }
-model "slowpoke" {
+channel "gone-claude" {
+  vendor    = "anthropic"
+  base_url  = "` + closedURL(t) + `"
+  api_key   = "` + upstreamKey + `"
+  protocols = ["anthropic_messages"]
+  models    = ["gone-claude"]
+}
+channel "gone-gemini" {
+  vendor    = "gemini"
+  base_url  = "` + closedURL(t) + `"
+  api_key   = "` + upstreamKey + `"
+  protocols = ["gemini_native"]
+  models    = ["gone-gemini"]
+}
+`
+	for _, m := range []string{"slowpoke", "slowpoke-claude", "slowpoke-gemini"} {
+		cfg += `
+model "` + m + `" {
   timeout = "2s"
   price {
     input  = "1"
@@ -45,7 +62,8 @@ model "slowpoke" {
   }
 }
 `
-	for _, m := range []string{"solo", "gone", "disc", "solo-claude", "solo-gemini"} {
+	}
+	for _, m := range []string{"solo", "gone", "disc", "solo-claude", "solo-gemini", "gone-claude", "gone-gemini"} {
 		cfg += modelBlock(m)
 	}
 	g := testgw.Start(t, testgw.Options{Config: cfg})
@@ -61,6 +79,10 @@ model "slowpoke" {
 	}{
 		{400, "invalid_request", "invalid_request_error", "invalid_request_error", "INVALID_ARGUMENT", 0},
 		{401, "invalid_api_key", "authentication_error", "authentication_error", "UNAUTHENTICATED", 0},
+		{403, "permission_denied", "permission_error", "permission_error", "PERMISSION_DENIED", 0},
+		{404, "not_found", "invalid_request_error", "not_found_error", "NOT_FOUND", 0},
+		{422, "invalid_request", "invalid_request_error", "invalid_request_error", "INVALID_ARGUMENT", 0},
+		{503, "upstream_error", "api_error", "overloaded_error", "UNAVAILABLE", 1},
 		{429, "rate_limit_exceeded", "rate_limit_error", "rate_limit_error", "RESOURCE_EXHAUSTED", 1},
 		{500, "upstream_error", "api_error", "api_error", "INTERNAL", 1},
 	}
@@ -141,6 +163,44 @@ model "slowpoke" {
 				t.Errorf("answered after %s, want about the model's 2s", took)
 			}
 			checkRow(t, w.last(t, 1), rowWant{status: "interrupted", code: "upstream_timeout", attempts: 1})
+			w.settled(t, 1)
+		})
+	}
+
+	// A closed port and a hang in the messages and generate-content shapes.
+	for _, tc := range []struct {
+		name, model, prompt, status, typ string
+		code                             int
+		rowStatus, rowCode               string
+		failed                           int
+	}{
+		{"connection refused", "gone", "anyone there?", "UNAVAILABLE", "api_error", 502, "error", "upstream_unreachable", 1},
+		{"hang past the model timeout", "slowpoke", "wait [sim:hang]", "DEADLINE_EXCEEDED", "api_error", 504, "interrupted", "upstream_timeout", 0},
+	} {
+		t.Run(tc.name+"/messages", func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			r := do(t, "POST", g.URL+"/v1/messages", msgHeaders(w.key),
+				`{"model":"`+tc.model+`-claude","max_tokens":32,"messages":[{"role":"user","content":"`+tc.prompt+`"}]}`)
+			b := gjson.ParseBytes(r.Body)
+			if r.Status != tc.code || b.Get("type").String() != "error" || b.Get("error.type").String() != tc.typ ||
+				b.Get("error.message").String() == "" {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			checkRow(t, w.last(t, 1), rowWant{status: tc.rowStatus, code: tc.rowCode, attempts: 1, failed: tc.failed})
+			w.settled(t, 1)
+		})
+		t.Run(tc.name+"/generate-content", func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			r := do(t, "POST", g.URL+"/v1beta/models/"+tc.model+"-gemini:generateContent", map[string]string{"x-goog-api-key": w.key},
+				`{"contents":[{"role":"user","parts":[{"text":"`+tc.prompt+`"}]}]}`)
+			b := gjson.ParseBytes(r.Body)
+			if r.Status != tc.code || b.Get("error.code").Int() != int64(tc.code) || b.Get("error.status").String() != tc.status ||
+				b.Get("error.message").String() == "" {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+			checkRow(t, w.last(t, 1), rowWant{status: tc.rowStatus, code: tc.rowCode, attempts: 1, failed: tc.failed})
 			w.settled(t, 1)
 		})
 	}

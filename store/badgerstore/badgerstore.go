@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/store"
@@ -80,9 +81,12 @@ func Open(dir string, o Options) (*Store, error) {
 		WithNumCompactors(2).
 		// Sized for a gateway, not a database server: Badger's defaults
 		// (64 MB memtables x5, a 256 MB block cache) would dominate RSS.
+		// Without compression, tables are read in place from their memory
+		// maps, so a block cache would only copy them (Badger's advice).
 		WithMemTableSize(4 << 20).
 		WithNumMemtables(2).
-		WithBlockCacheSize(8 << 20).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
 		WithBaseTableSize(1 << 20).
 		WithValueLogFileSize(256 << 20).
 		// Rows with a large technical view go to the value log, so index

@@ -115,8 +115,19 @@ func (b *books) record(e *entry, payload []byte) error {
 	return nil
 }
 
-// durable waits, in strict mode, until the journal is fsynced up to seq.
-func (b *books) durable(seq uint64) error {
+// maxQueued bounds the moves waiting for Badger: past it a caller waits
+// until its own move is applied, so a burst Badger cannot keep up with
+// slows the callers down instead of growing the queue without end.
+const maxQueued = 16 * maxBatch
+
+// settled ends a move's call: in strict mode it waits until the journal is
+// fsynced up to seq, and it waits for Badger when the queue is too long.
+// The move is made whatever ctx says, so the wait ignores ctx's end.
+func (s *Store) settled(ctx context.Context, seq uint64, queued int) error {
+	b := s.books
+	if queued >= maxQueued {
+		_ = s.catchUp(context.WithoutCancel(ctx), seq)
+	}
 	if b.j == nil || !b.j.strict {
 		return nil
 	}
@@ -210,9 +221,9 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	}
 	w.Held += h.Amount
 	b.holds[h.ID] = h
-	out := *w
+	out, queued := *w, len(b.queue)
 	b.mu.Unlock()
-	return out, b.durable(e.seq)
+	return out, s.settled(ctx, e.seq, queued)
 }
 
 // Settle closes a hold and writes its row in one step; st.Row.ID is set.
@@ -279,9 +290,10 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 		w.Balance -= e.charge
 		delete(b.holds, st.HoldID)
 	}
+	queued := len(b.queue)
 	b.mu.Unlock()
 	r.ID = id
-	return b.durable(e.seq)
+	return s.settled(ctx, e.seq, queued)
 }
 
 // settleKeys prepares a settlement's index value and keys; the row id in
@@ -358,7 +370,7 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 	}
 	b.wallets[a.ID] = &store.Wallet{AccountID: a.ID, Balance: initialCredit}
 	b.mu.Unlock()
-	if err := b.durable(e.seq); err != nil {
+	if err := s.settled(ctx, e.seq, 0); err != nil {
 		return err
 	}
 	return s.catchUp(ctx, e.seq)
@@ -394,7 +406,7 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 	w.Balance += amount
 	out := *w
 	b.mu.Unlock()
-	if err := b.durable(e.seq); err != nil {
+	if err := s.settled(ctx, e.seq, 0); err != nil {
 		return store.Wallet{}, err
 	}
 	return out, s.catchUp(ctx, e.seq)
