@@ -43,7 +43,10 @@ bench: build
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-upstream ./cmd/tollgate-upstream
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-bench ./cmd/tollgate-bench
 	./$(BIN)/tollgate-bench --bin $(BIN) --duration $(or $(BENCH_DURATION),5s) --out bench-results --check $(BENCH_FLAGS); \
-		st=$$?; $(GO) test -run '^$$' -bench . -benchmem ./... || st=1; exit $$st
+		st=$$?; \
+		$(GO) run ./internal/ledgerbench -rows $(or $(LEDGER_ROWS),1000000) > bench-results/ledger.md || st=1; \
+		cat bench-results/ledger.md; \
+		$(GO) test -run '^$$' -bench . -benchmem ./... || st=1; exit $$st
 
 proto:
 	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler)
