@@ -56,6 +56,7 @@ func checkLimitHeaders(t *testing.T, c call, limit string) int {
 // waiting for it to slide, the test checks that Retry-After and
 // x-ratelimit-reset name the instant the oldest request leaves it.
 func TestAccountRateLimits(t *testing.T) {
+	t.Parallel() // it waits out a minute's window
 	g := testgw.Start(t, testgw.Options{Config: limitsConfig})
 	chat := func(key, prompt string) call {
 		return do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", prompt, ""))
@@ -114,6 +115,18 @@ func TestAccountRateLimits(t *testing.T) {
 			_, other := g.Key(g.Account(""), nil)
 			if c := chat(other, "independent"); c.Status != 200 {
 				t.Fatalf("%d %s", c.Status, c.Body)
+			}
+		})
+		t.Run("released when the window slides past the first request", func(t *testing.T) {
+			time.Sleep(time.Until(after6.Add(time.Duration(ra) * time.Second)))
+			if c := chat(k1, "the first slot is free again"); c.Status != 200 {
+				t.Fatalf("after Retry-After: %d %s", c.Status, c.Body)
+			}
+			// The other four are still in the window, 2 s younger.
+			c := chat(k2, "but only that one")
+			wantErr(t, c, 429, "rate_limit_exceeded", "rate_limit_error")
+			if ra := checkLimitHeaders(t, c, "5"); ra < 1 || ra > 3 {
+				t.Fatalf("Retry-After %d, want about the 2 s between the first request and the others", ra)
 			}
 		})
 	})
