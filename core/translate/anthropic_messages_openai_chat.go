@@ -116,6 +116,17 @@ func (messagesToChat) Request(body []byte, opts RequestOptions) ([]byte, []strin
 			tools, firstErr = messagesToolsToChat(v, &w)
 		case "tool_choice":
 			toolChoice = v
+		case "thinking":
+			// Extended thinking's budget as the completions API's effort,
+			// by the budgets commonly used for each effort (1024, 2048,
+			// 4096 tokens); disabled thinking asks for nothing.
+			switch v.Get("type").Str {
+			case "enabled":
+				c.extra = keyRaw(c.extra, "reasoning_effort", `"`+effortOf(v.Get("budget_tokens").Int())+`"`)
+			case "disabled":
+			default:
+				w.add(k.Str)
+			}
 		case "metadata":
 			v.ForEach(func(mk, mv gjson.Result) bool {
 				if mk.Str == "user_id" && mv.Type == gjson.String {
@@ -612,4 +623,15 @@ func (s *chatToMessagesStream) End(emit func(protocol.Event) error) error {
 		return err
 	}
 	return emitNamed(emit, "message_stop", []byte(`{"type":"message_stop"}`))
+}
+
+// effortOf is the reasoning effort closest to a thinking budget.
+func effortOf(budget int64) string {
+	switch {
+	case budget <= 1024:
+		return "low"
+	case budget <= 2048:
+		return "medium"
+	}
+	return "high"
 }

@@ -72,8 +72,16 @@ func TestMessagesToChatRequest(t *testing.T) {
 	}, {
 		desc: "dropped fields in request order",
 		body: `{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"max_tokens":5,"top_k":5,"messages":[{"role":"user","content":"x"}],"service_tier":"auto","metadata":{"other":"x"}}`,
-		want: map[string]string{"thinking": `<absent>`, "top_k": `<absent>`},
-		warn: []string{"thinking", "top_k", "service_tier", "metadata.other"},
+		want: map[string]string{"thinking": `<absent>`, "top_k": `<absent>`, "reasoning_effort": `"low"`},
+		warn: []string{"top_k", "service_tier", "metadata.other"},
+	}, {
+		desc: "thinking budgets as efforts",
+		body: `{"max_tokens":5,"thinking":{"type":"enabled","budget_tokens":31999},"messages":[{"role":"user","content":"x"}]}`,
+		want: map[string]string{"reasoning_effort": `"high"`},
+	}, {
+		desc: "disabled thinking asks for nothing",
+		body: `{"max_tokens":5,"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"x"}]}`,
+		want: map[string]string{"reasoning_effort": `<absent>`},
 	}, {
 		desc: "max tokens from options when absent",
 		body: `{"messages":[{"role":"user","content":"x"}]}`,

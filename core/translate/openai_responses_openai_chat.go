@@ -76,6 +76,18 @@ func (responsesToChat) Request(body []byte, opts RequestOptions) ([]byte, []stri
 			default:
 				w.add(k.Str)
 			}
+		case "reasoning":
+			// The completions API has the effort, not the summary.
+			v.ForEach(func(rk, rv gjson.Result) bool {
+				switch {
+				case !present(rv):
+				case rk.Str == "effort" && rv.Type == gjson.String:
+					c.extra = keyRaw(c.extra, "reasoning_effort", rv.Raw)
+				default:
+					w.add("reasoning." + rk.Str)
+				}
+				return true
+			})
 		case "text":
 			v.ForEach(func(tk, tv gjson.Result) bool {
 				if tk.Str != "format" {
