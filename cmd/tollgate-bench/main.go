@@ -33,6 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write gateway CPU profiles here (one per case, name inserted before the extension)")
 	memProfile := fs.String("memprofile", "", "write gateway allocation profiles here (one per case)")
 	seedRows := fs.Int("seed-rows", 0, "also measure completions at c=64 after writing this many log rows into the store")
+	noProxy := fs.Bool("no-proxy-reference", false, "skip measuring a bare reverse proxy for scale")
 	cases := fs.String("cases", "", "comma-separated case names to run (default: all)")
 	logLevel := fs.String("gateway-log-level", "info", "the gateway's --log-level")
 	check := fs.Bool("check", false, "print PASS/FAIL against the performance budget; exit 1 on FAIL")
@@ -64,7 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
-			CPUProfile: *cpuProfile, MemProfile: *memProfile,
+			NoProxyReference: *noProxy,
+			CPUProfile:       *cpuProfile, MemProfile: *memProfile,
 		}
 		if *cases != "" {
 			o.Only = strings.Split(*cases, ",")

@@ -38,6 +38,8 @@ type Options struct {
 	SeedRows int
 	// LogLevel is the gateway's --log-level.
 	LogLevel string
+	// NoProxyReference skips measuring a bare reverse proxy for scale.
+	NoProxyReference bool
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -142,6 +144,13 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		res.PeakRSS = rss
 	}
 	res.PeakAnonRSS = e.peakAnon
+	if !o.NoProxyReference {
+		refs, err := e.proxyReference(ctx, cases, clients)
+		if err != nil {
+			return nil, err
+		}
+		res.ProxyReference = refs
+	}
 	if o.CPUProfile != "" || o.MemProfile != "" {
 		files, err := e.profile(ctx, cases, clients[64])
 		if err != nil {
@@ -405,6 +414,60 @@ func round1(v float64) float64 {
 		return -round1(-v)
 	}
 	return float64(int64(v*10+0.5)) / 10
+}
+
+// proxyReference measures a bare reverse proxy in front of the same
+// upstream (tollgate-upstream --proxy-to) for the cases that need no
+// translation, at each concurrency, with the rounds of the main run.
+func (e *env) proxyReference(ctx context.Context, cases []Case, clients map[int]*http.Client) ([]ProxyRef, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p, err := start("proxy", filepath.Join(e.o.BinDir, "tollgate-upstream"), []string{"--listen", addr, "--proxy-to", e.upstreamURL},
+		nil, filepath.Join(e.dir, "proxy.log"), nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	if err := waitTCP(ctx, addr, p, 15*time.Second); err != nil {
+		return nil, err
+	}
+	var refs []ProxyRef
+	for _, conc := range e.o.Concurrency {
+		for _, c := range cases {
+			if c.Translation != "" {
+				continue
+			}
+			req := c.Direct
+			req.URL = strings.Replace(req.URL, e.upstreamURL, "http://"+addr, 1)
+			Load(ctx, clients[conc], req, conc, min(time.Second, e.o.Window/2))
+			var ws []Window
+			var cpu time.Duration
+			for range e.o.Rounds {
+				before, err := e.proc.TreeCPU(p.pid())
+				if err != nil {
+					return nil, err
+				}
+				w := Load(ctx, clients[conc], req, conc, e.o.Window)
+				after, err := e.proc.TreeCPU(p.pid())
+				if err != nil {
+					return nil, err
+				}
+				if w.Errors > 0 {
+					return nil, fmt.Errorf("bare proxy, case %s: %d errors, first: %s", c.Name, w.Errors, w.FirstError)
+				}
+				ws = append(ws, w)
+				cpu += after.Total() - before.Total()
+			}
+			sd := side(ws, c.Streaming)
+			refs = append(refs, ProxyRef{Case: c.Name, Concurrency: conc, RPS: sd.RPS,
+				CPUPerRequestUS: round1(perReq(cpu, sd.Requests)), P50US: sd.Latency.P50})
+			fmt.Fprintf(e.o.Log, "c=%-3d bare proxy %-20s %8.0f req/s  cpu %6.0f µs/req\n", conc, c.Name, sd.RPS, perReq(cpu, sd.Requests))
+		}
+	}
+	return refs, nil
 }
 
 // profile runs one extra c=64 gateway window per case while the gateway's

@@ -88,8 +88,21 @@ type Results struct {
 	// side ran, in percent of one core: background cost, not per request.
 	IdleCPUPercent float64  `json:"idle_cpu_percent"`
 	Checks         []Check  `json:"checks"`
-	Notes          []string `json:"notes,omitempty"`
-	Profiles       []string `json:"profiles,omitempty"`
+	// ProxyReference is a bare Go reverse proxy in front of the same
+	// upstream in the same run: what any proxy costs here, a floor to read
+	// the gateway's figures against.
+	ProxyReference []ProxyRef `json:"proxy_reference,omitempty"`
+	Notes          []string   `json:"notes,omitempty"`
+	Profiles       []string   `json:"profiles,omitempty"`
+}
+
+// ProxyRef is the bare proxy's figure for one case.
+type ProxyRef struct {
+	Case            string  `json:"case"`
+	Concurrency     int     `json:"concurrency"`
+	RPS             float64 `json:"rps"`
+	CPUPerRequestUS float64 `json:"cpu_per_request_us"`
+	P50US           float64 `json:"p50_us"`
 }
 
 // Budget of PRODUCT.md §6.
@@ -209,6 +222,12 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnonRSS)/(1<<20), r.IdleCPUPercent)
 	if r.Errors > 0 {
 		fmt.Fprintf(&b, "\n**WARNING: %d request(s) failed; the figures above are not trustworthy.**\n", r.Errors)
+	}
+	if len(r.ProxyReference) > 0 {
+		fmt.Fprintf(&b, "\nFor scale, a bare Go reverse proxy (net/http server and client, each read relayed and flushed; no auth, money, logs or plugin: `tollgate-upstream --proxy-to`) in front of the same upstream, in this run:\n\n| case | c | req/s | p50 µs | CPU µs/req |\n|---|---:|---:|---:|---:|\n")
+		for _, p := range r.ProxyReference {
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f |\n", p.Case, p.Concurrency, p.RPS, p.P50US, p.CPUPerRequestUS)
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n%s\n", n)
