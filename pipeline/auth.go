@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
@@ -73,11 +74,40 @@ func ExtractKey(r *http.Request, forms KeyForms) (raw string, found bool) {
 type Authenticator struct {
 	store store.Store
 	now   func() time.Time
+
+	mu      sync.Mutex
+	touched map[string]time.Time // key id -> last use written
 }
 
 // NewAuthenticator returns an authenticator over st.
 func NewAuthenticator(st store.Store, now func() time.Time) *Authenticator {
-	return &Authenticator{store: st, now: now}
+	return &Authenticator{store: st, now: now, touched: map[string]time.Time{}}
+}
+
+// touchEvery is how often at most a key's last use is written.
+const touchEvery = time.Minute
+
+// Used records that k was used now (the key's last_used_at): written in
+// the background, at most once a minute per key, never on the caller's
+// path. The balance and catalog endpoints do not call it (spec).
+func (a *Authenticator) Used(ctx context.Context, k *store.Key) {
+	now := a.now()
+	a.mu.Lock()
+	if last, ok := a.touched[k.ID]; ok && now.Sub(last) < touchEvery {
+		a.mu.Unlock()
+		return
+	}
+	if len(a.touched) >= 100_000 {
+		clear(a.touched)
+	}
+	a.touched[k.ID] = now
+	a.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = a.store.TouchKey(ctx, k.ID, now)
+	}()
 }
 
 // Authenticate checks the key and the account. The error is a 401 with one
@@ -147,6 +177,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		return err
 	}
 	c.Key, c.Account = k, acct
+	s.auth.Used(ctx, k)
 	if c.Billed {
 		w, err := s.store.GetWallet(ctx, acct.ID)
 		if err != nil {

@@ -227,6 +227,9 @@ type Store interface {
 	DeleteKey(ctx context.Context, id string) error
 	// KeyUsage is the total charged to one key over its life.
 	KeyUsage(ctx context.Context, keyID string) (money.Nano, error)
+	// TouchKey records when a key was last used; GetKey and ListKeys
+	// report it as LastUsedAt. An unknown key is ErrNotFound.
+	TouchKey(ctx context.Context, keyID string, at time.Time) error
 
 	// Logs.
 	GetLog(ctx context.Context, id uint64) (LogRow, error)

@@ -398,13 +398,14 @@ type keyView struct {
 	Kind             string     `json:"kind"`
 	Revealable       bool       `json:"revealable"`
 	CreatedAt        time.Time  `json:"created_at"`
+	LastUsedAt       *time.Time `json:"last_used_at"`
 }
 
 func keyJSON(k store.Key, raw string) keyView {
 	v := keyView{
 		ID: k.ID, Object: "api_key", Key: raw, AccountID: k.AccountID, Name: k.Name, Prefix: k.Prefix,
 		ExpiresAt: k.ExpiresAt, Enabled: k.Enabled, LogsAccountScope: k.LogsAccountScope, Kind: k.Kind,
-		Revealable: len(k.Sealed) > 0, CreatedAt: k.CreatedAt,
+		Revealable: len(k.Sealed) > 0, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt,
 	}
 	if k.RestrictModels {
 		v.AllowedModels = append([]string{}, k.AllowedModels...)

@@ -49,7 +49,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 // serveBalance answers what the key can still spend. Free, works at zero
 // balance, does not touch the key's last-used time.
 func (s *Server) serveBalance(w http.ResponseWriter, r *http.Request) {
-	k, acct, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
+	k, acct, release, ok := s.authenticateQuietly(w, r, pipeline.AllForms, true, protocol.OpenAIChat)
 	if !ok {
 		return
 	}
@@ -244,7 +244,7 @@ func endpointType(family string) string {
 
 // serveCatalog: free, works at zero balance, limited to the allowlist.
 func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
-	k, _, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
+	k, _, release, ok := s.authenticateQuietly(w, r, pipeline.AllForms, true, protocol.OpenAIChat)
 	if !ok {
 		return
 	}

@@ -237,6 +237,16 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, forms pipe
 
 // authenticateAs is authenticate with errors in protocol p's shape.
 func (s *Server) authenticateAs(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool, p protocol.ID) (*store.Key, *store.Account, func(), bool) {
+	k, acct, release, ok := s.authenticateQuietly(w, r, forms, countLimits, p)
+	if ok {
+		s.auth.Used(r.Context(), k)
+	}
+	return k, acct, release, ok
+}
+
+// authenticateQuietly authenticates without recording the key's use (the
+// balance and catalog endpoints: spec).
+func (s *Server) authenticateQuietly(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool, p protocol.ID) (*store.Key, *store.Account, func(), bool) {
 	k, acct, err := s.auth.Authenticate(r.Context(), r, forms)
 	if err != nil {
 		apierr.Write(w, p, apierr.As(err))

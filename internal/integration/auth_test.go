@@ -216,3 +216,49 @@ func TestPrechargeRefusesWhatTheBalanceCannotCover(t *testing.T) {
 		t.Fatalf("nothing should have been sent upstream: %v", rows[0])
 	}
 }
+
+// A key's last use (the console's last_used_at) follows its calls, but not
+// the balance and catalog endpoints, which the spec says leave it alone.
+func TestKeyLastUsed(t *testing.T) {
+	t.Parallel()
+	g := testgw.Start(t, testgw.Options{})
+	acct := g.Account("")
+	id, key := g.Key(acct, nil)
+	lastUsed := func() any {
+		var v map[string]any
+		if st := g.Admin("GET", "/keys/"+id, nil, &v); st != 200 {
+			t.Fatalf("GET key: %d", st)
+		}
+		return v["last_used_at"]
+	}
+	if u := lastUsed(); u != nil {
+		t.Fatalf("a new key has last_used_at %v", u)
+	}
+	for _, path := range []string{"/v1/key/balance", "/v1/catalog"} {
+		if c := do(t, "GET", g.URL+path, bearer(key), ""); c.Status != 200 {
+			t.Fatalf("%s: %d %s", path, c.Status, c.Body)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // a write would be in the background
+	if u := lastUsed(); u != nil {
+		t.Fatalf("balance and catalog set last_used_at to %v", u)
+	}
+	before := time.Now().Add(-time.Second)
+	if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "hi", "")); c.Status != 200 {
+		t.Fatalf("chat: %d %s", c.Status, c.Body)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if u, ok := lastUsed().(string); ok {
+			at, err := time.Parse(time.RFC3339Nano, u)
+			if err != nil || at.Before(before) || at.After(time.Now()) {
+				t.Fatalf("last_used_at %q after the call at %v", u, before)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("last_used_at not set 3 s after a chat call")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

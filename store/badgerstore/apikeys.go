@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -54,13 +55,53 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	})
 }
 
-// GetKey reads a key by id.
+// GetKey reads a key by id, with its last use.
 func (s *Store) GetKey(ctx context.Context, id string) (k store.Key, err error) {
 	err = s.view(ctx, func(txn *badger.Txn) error {
-		k, err = readKey(txn, id)
+		k, err = readKeyUsed(txn, id)
 		return err
 	})
 	return k, err
+}
+
+// readKeyUsed is readKey with LastUsedAt from keyused/, which TouchKey
+// writes apart so that a use never rewrites the key (nor clears the
+// authentication cache).
+func readKeyUsed(txn *badger.Txn, id string) (store.Key, error) {
+	k, err := readKey(txn, id)
+	if err != nil {
+		return k, err
+	}
+	err = get(txn, keyUsedKey(id), func(v []byte) error {
+		if len(v) != tsLen {
+			return errCorrupt
+		}
+		t := parseTS(v)
+		k.LastUsedAt = &t
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	return k, err
+}
+
+// TouchKey records the key's last use.
+func (s *Store) TouchKey(ctx context.Context, keyID string, at time.Time) error {
+	if err := checkID("key", keyID); err != nil {
+		return err
+	}
+	v := appendTS(nil, at)
+	return s.update(ctx, func(txn *badger.Txn) error {
+		ok, err := exists(txn, keyKey(keyID))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return store.ErrNotFound
+		}
+		return txn.Set(keyUsedKey(keyID), v)
+	})
 }
 
 // KeyByHash finds a key by the SHA-256 of its raw value: one index read
@@ -109,7 +150,7 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]store.Key, er
 			return err
 		}
 		for _, id := range ids {
-			k, err := readKey(txn, id)
+			k, err := readKeyUsed(txn, id)
 			if err != nil {
 				return err
 			}
@@ -169,7 +210,8 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		return errors.Join(txn.Delete(keyKey(id)), txn.Delete(keyHashKey(k.Hash)), txn.Delete(keyAcctKey(k.AccountID, id)))
+		return errors.Join(txn.Delete(keyKey(id)), txn.Delete(keyHashKey(k.Hash)), txn.Delete(keyAcctKey(k.AccountID, id)),
+			txn.Delete(keyUsedKey(id)))
 	})
 }
 

@@ -30,6 +30,7 @@ const (
 	pModel   = "model/"   // model/{model}                           -> model (JSON)
 	pSeq     = "seq/"     // seq/log, seq/ledger                     -> badger.Sequence state
 	pMeta    = "meta/"    // meta/journal                            -> last journal record applied(8)
+	pKeyUsed = "keyused/" // keyused/{key}                           -> last use, time(12)
 )
 
 const sep = 0x00
@@ -63,6 +64,7 @@ func walletKey(id string) []byte  { return strKey(pWallet, id) }
 func holdKey(id string) []byte    { return strKey(pHold, id) }
 func keyKey(id string) []byte     { return strKey(pKey, id) }
 func keyUseKey(id string) []byte  { return strKey(pKeyUse, id) }
+func keyUsedKey(id string) []byte { return strKey(pKeyUsed, id) }
 func modelKey(id string) []byte   { return strKey(pModel, id) }
 
 func keyHashKey(hash []byte) []byte {

@@ -154,3 +154,30 @@ func testDeleteKey(t *testing.T, s store.Store) {
 	// The id and hash are free again.
 	mustNil(t, "recreate", s.CreateKey(ctx, k))
 }
+
+func testTouchKey(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newAccount(t, s, "a", cr(10))
+	k := key("a", "k1", 1)
+	k.LastUsedAt = nil
+	mustNil(t, "create", s.CreateKey(ctx, k))
+	mustIs(t, "touch an unknown key", s.TouchKey(ctx, "nope", time.Now()), store.ErrNotFound)
+	for _, at := range []time.Time{time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC)} {
+		mustNil(t, "touch", s.TouchKey(ctx, k.ID, at))
+		got, err := s.GetKey(ctx, k.ID)
+		mustNil(t, "get", err)
+		if got.LastUsedAt == nil || !got.LastUsedAt.Equal(at) {
+			t.Fatalf("GetKey LastUsedAt = %v, want %v", got.LastUsedAt, at)
+		}
+		ks, err := s.ListKeys(ctx, "a")
+		mustNil(t, "list", err)
+		if len(ks) != 1 || ks[0].LastUsedAt == nil || !ks[0].LastUsedAt.Equal(at) {
+			t.Fatalf("ListKeys = %+v, want last use %v", ks, at)
+		}
+	}
+	mustNil(t, "delete", s.DeleteKey(ctx, k.ID))
+	mustNil(t, "recreate", s.CreateKey(ctx, k))
+	if got, err := s.GetKey(ctx, k.ID); err != nil || got.LastUsedAt != nil {
+		t.Fatalf("a recreated key has last use %v, %v; want none", got.LastUsedAt, err)
+	}
+}

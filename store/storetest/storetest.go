@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("keys", func(t *testing.T) { t.Parallel(); testKeys(t, open(t)) })
 	t.Run("update key", func(t *testing.T) { t.Parallel(); testUpdateKey(t, open(t)) })
 	t.Run("delete key", func(t *testing.T) { t.Parallel(); testDeleteKey(t, open(t)) })
+	t.Run("touch key", func(t *testing.T) { t.Parallel(); testTouchKey(t, open(t)) })
 	t.Run("models", func(t *testing.T) { t.Parallel(); testModels(t, open(t)) })
 	t.Run("get log", func(t *testing.T) { t.Parallel(); testGetLog(t, open(t)) })
 	t.Run("query logs", func(t *testing.T) { t.Parallel(); testQueryLogs(t, open(t)) })
@@ -629,6 +630,7 @@ func testClosed(t *testing.T, s store.Store) {
 		{"UpdateKey", func() error { return s.UpdateKey(ctx, key("a", "k", 1)) }},
 		{"DeleteKey", func() error { return s.DeleteKey(ctx, "k") }},
 		{"KeyUsage", func() error { _, err := s.KeyUsage(ctx, "k"); return err }},
+		{"TouchKey", func() error { return s.TouchKey(ctx, "k", time.Now()) }},
 		{"GetLog", func() error { _, err := s.GetLog(ctx, 1); return err }},
 		{"QueryLogs", func() error { _, err := s.QueryLogs(ctx, store.LogQuery{AccountID: "a"}); return err }},
 		{"ScanLogs", func() error {
