@@ -86,8 +86,8 @@ type Results struct {
 	PeakAnonRSS int64 `json:"peak_anon_rss_bytes"`
 	// IdleCPUPercent is the gateway and plugins' CPU while only the direct
 	// side ran, in percent of one core: background cost, not per request.
-	IdleCPUPercent float64  `json:"idle_cpu_percent"`
-	Checks         []Check  `json:"checks"`
+	IdleCPUPercent float64 `json:"idle_cpu_percent"`
+	Checks         []Check `json:"checks"`
 	// ProxyReference is a bare Go reverse proxy in front of the same
 	// upstream in the same run: what any proxy costs here, a floor to read
 	// the gateway's figures against.
