@@ -41,6 +41,7 @@ type Options struct {
 
 	memTableSize int64         // tests shrink it to reach ErrTxnTooBig
 	applyDelay   time.Duration // tests lengthen it to gather big batches
+	segmentMax   int64         // tests shrink it to rotate the journal often
 }
 
 const (
@@ -189,6 +190,9 @@ func (s *Store) recoverBooks(dir string, o Options) error {
 		j, recs, err := openJournal(filepath.Join(dir, journalDirName), o.Strict, applied)
 		if err != nil {
 			return fmt.Errorf("badgerstore: journal: %w", err)
+		}
+		if o.segmentMax > 0 {
+			j.segmentMax = o.segmentMax
 		}
 		var es []*entry
 		for _, r := range recs {

@@ -30,8 +30,9 @@ import (
 // same), sequence number (8), kind (1), payload. Segments are named by
 // the sequence number of their first record and removed once applied.
 type journal struct {
-	dir    string
-	strict bool
+	dir        string
+	strict     bool
+	segmentMax int64
 
 	f        *os.File
 	size     int64
@@ -67,7 +68,7 @@ func openJournal(dir string, strict bool, applied uint64) (*journal, []record, e
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	j := &journal{dir: dir, strict: strict}
+	j := &journal{dir: dir, strict: strict, segmentMax: segmentMax}
 	j.cond = sync.NewCond(&j.syncMu)
 	names, err := os.ReadDir(dir)
 	if err != nil {
@@ -158,21 +159,34 @@ func (j *journal) start(next uint64) error {
 	return j.rotate(next)
 }
 
-// rotate opens a new segment starting at next.
+// rotate opens a new segment starting at next. A sync in progress on the
+// old segment finishes first; in strict mode the old one is fsynced, so
+// sync never has to reach back to it.
 func (j *journal) rotate(next uint64) error {
-	if j.f != nil {
-		if j.strict {
-			if err := j.f.Sync(); err != nil {
-				return err
-			}
-		}
-		if err := j.f.Close(); err != nil {
-			return err
-		}
-	}
 	f, err := os.OpenFile(j.path(next), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
+	}
+	j.syncMu.Lock()
+	for j.syncing {
+		j.cond.Wait()
+	}
+	old := j.f
+	if old != nil && j.strict {
+		if err := old.Sync(); err != nil {
+			j.syncMu.Unlock()
+			f.Close()
+			os.Remove(j.path(next))
+			return err
+		}
+		j.synced = j.written.Load()
+	}
+	j.f = f
+	j.syncMu.Unlock()
+	if old != nil {
+		if err := old.Close(); err != nil {
+			return err
+		}
 	}
 	if j.strict {
 		if d, err := os.Open(j.dir); err == nil {
@@ -180,7 +194,7 @@ func (j *journal) rotate(next uint64) error {
 			d.Close()
 		}
 	}
-	j.f, j.size = f, 0
+	j.size = 0
 	j.segments = append(j.segments, next)
 	return nil
 }
@@ -194,7 +208,7 @@ func (j *journal) append(seq uint64, kind byte, payload []byte) error {
 	if len(payload)+9 > maxRecord {
 		return fmt.Errorf("badgerstore: a journal record of %d bytes is too large", len(payload))
 	}
-	if j.size >= segmentMax {
+	if j.size >= j.segmentMax {
 		if err := j.rotate(seq); err != nil {
 			return err
 		}
