@@ -536,6 +536,10 @@ func validArgs(root, s, v any) string {
 		if _, ok := v.(bool); !ok {
 			return fmt.Sprintf("%v is not a boolean", v)
 		}
+	case "null":
+		if v != nil {
+			return fmt.Sprintf("%v is not null", v)
+		}
 	}
 	return ""
 }

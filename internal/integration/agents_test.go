@@ -7,10 +7,13 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1265,4 +1268,194 @@ func checkTrace(t *testing.T, h http.Header, row map[string]any) {
 	if tr == "" || h.Get("x-request-id") != tr || str(row["request_id"]) != tr {
 		t.Errorf("x-request-id %q, x-gateway-trace %q, row request_id %v", h.Get("x-request-id"), tr, row["request_id"])
 	}
+}
+
+// Issue 6, point 6: a model's and a channel's timeout each end a hanging
+// call after their own duration, a channel's longer one included; a stream
+// gets an idle timeout; and an agent's retries of a failing call are each
+// settled exactly once, fast.
+func TestAgentsTimeoutsAndRetries(t *testing.T) {
+	t.Parallel()
+	g, up := startAgents(t, "")
+
+	hangs := []struct {
+		name, model, path, body string
+		min, max                time.Duration
+	}{
+		{"the model's 1s timeout (completions)", "ag-slow", "/v1/chat/completions", chatBody("ag-slow", "wait [sim:hang]", ""), time.Second, 2500 * time.Millisecond},
+		{"the model's 1s timeout (responses stream)", "ag-slow", "/v1/responses", `{"model":"ag-slow","stream":true,"input":"wait [sim:hang]"}`, time.Second, 2500 * time.Millisecond},
+		{"the channel's 1s timeout (model 180s)", "ag-slowch", "/v1/chat/completions", chatBody("ag-slowch", "wait [sim:hang]", ""), time.Second, 2500 * time.Millisecond},
+		{"the channel's 3s timeout over the model's 1s", "ag-longch", "/v1/chat/completions", chatBody("ag-longch", "wait [sim:hang]", ""), 3 * time.Second, 4500 * time.Millisecond},
+		{"the channel's 3s timeout over the model's 1s (responses stream)", "ag-longch", "/v1/responses", `{"model":"ag-longch","stream":true,"input":"wait [sim:hang]"}`, 3 * time.Second, 4500 * time.Millisecond},
+	}
+	for _, h := range hangs {
+		t.Run("a hang ends at "+h.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			start := time.Now()
+			c := do(t, "POST", g.URL+h.path, bearer(w.key), h.body)
+			took := time.Since(start)
+			wantErr(t, c, 504, "upstream_timeout", "api_error")
+			if took < h.min || took > h.max {
+				t.Errorf("answered after %s, want %s to %s", took, h.min, h.max)
+			}
+			checkRow(t, w.last(t, 1), rowWant{status: "interrupted", code: "upstream_timeout", attempts: 1})
+			w.settled(t, 1)
+		})
+	}
+
+	t.Run("a channel's timeout longer than the model's lets a 2s answer through", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		start := time.Now()
+		c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("ag-longch", "take your time [sim:latency=2s]", ""))
+		if c.Status != 200 || time.Since(start) < 2*time.Second {
+			t.Fatalf("%d after %s: %s", c.Status, time.Since(start), c.Body)
+		}
+		checkRow(t, w.last(t, 1), rowWant{status: "success", attempts: 1, billed: true})
+		w.settled(t, 1)
+	})
+
+	// The gateway's idle timeout is 120 s (pipeline.DefaultIdleTimeout),
+	// below the model's 180 s: a stream whose upstream goes silent ends
+	// then, without its terminator.
+	t.Run("a silent stream ends at the idle timeout", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("waits 120 s")
+		}
+		t.Parallel()
+		w := newWallet(g)
+		ctx, cancel := context.WithTimeout(t.Context(), 170*time.Second)
+		defer cancel()
+		start := time.Now()
+		resp, br := openStream(t, ctx, g.URL+"/v1/responses", bearer(w.key), `{"model":"ag-gpt","stream":true,"input":"then silence [sim:words=3,slow=150s]"}`)
+		defer resp.Body.Close()
+		var names []string
+		for {
+			line, err := br.ReadString('\n')
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "event: "); ok {
+				names = append(names, v)
+			}
+			if err != nil {
+				break
+			}
+		}
+		took := time.Since(start)
+		if took < 120*time.Second || took > 140*time.Second {
+			t.Errorf("the stream ended after %s, want about the 120 s idle timeout", took)
+		}
+		if len(names) == 0 || names[0] != "response.created" || slices.Contains(names, "response.completed") {
+			t.Errorf("events %v: want a started stream without response.completed", names)
+		}
+		checkRow(t, w.last(t, 1), rowWant{status: "interrupted", code: "upstream_timeout", attempts: 1, billed: true})
+		w.settled(t, 1)
+	})
+
+	// Claude Code retries 529 and 5xx; every attempt is a call of its own:
+	// answered at once, one row each, nothing held, the balance exact.
+	t.Run("raw retries of an overloaded upstream, then success", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		for i := 0; i < 4; i++ {
+			start := time.Now()
+			c := do(t, "POST", g.URL+"/v1/messages?beta=true", msgHeaders(w.key), msgBody("ag-claude", "busy? [sim:error=529]", ""))
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("attempt %d answered after %s", i, took)
+			}
+			if c.Status != 529 || c.Header.Get("Retry-After") != "1" || gjson.GetBytes(c.Body, "type").String() != "error" {
+				t.Fatalf("attempt %d: %d %v %s", i, c.Status, c.Header, c.Body)
+			}
+		}
+		c := do(t, "POST", g.URL+"/v1/messages?beta=true", msgHeaders(w.key), msgBody("ag-claude", "and now?", ""))
+		if c.Status != 200 {
+			t.Fatalf("%d %s", c.Status, c.Body)
+		}
+		rows := w.rows(t, 5)
+		checkRow(t, rows[0], rowWant{status: "success", attempts: 1, billed: true})
+		for _, r := range rows[1:] {
+			checkRow(t, r, rowWant{status: "error", code: "upstream_error", attempts: 1, failed: 1})
+		}
+		w.settled(t, 5)
+	})
+
+	t.Run("raw retries of a stream the upstream breaks", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		for i := 0; i < 3; i++ {
+			st, _, evs, _ := rawStream(t, g.URL+"/v1/responses", bearer(w.key), `{"model":"ag-gpt","stream":true,"input":"a long story [sim:cut=4]"}`)
+			if st != 200 || len(evs) == 0 || evs[len(evs)-1].Name == "response.completed" {
+				t.Fatalf("attempt %d: %d, %d events", i, st, len(evs))
+			}
+		}
+		for _, r := range w.rows(t, 3) {
+			checkRow(t, r, rowWant{status: "error", code: "upstream_error", attempts: 1, billed: true})
+		}
+		w.settled(t, 3)
+	})
+
+	t.Run("ten concurrent failing calls", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		var wg sync.WaitGroup
+		for i := 0; i < 10; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("ag-gpt", "fail [sim:error=503]", ""))
+				if c.Status != 503 {
+					t.Errorf("%d %s", c.Status, c.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, r := range w.rows(t, 10) {
+			checkRow(t, r, rowWant{status: "error", code: "upstream_error", attempts: 1, failed: 1})
+		}
+		w.settled(t, 10)
+	})
+
+	// The official SDKs retry on their own (honouring retry-after): each of
+	// their attempts reaches the upstream once and is one row.
+	t.Run("anthropic SDK retrying 529 three times", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		c := anthropic.NewClient(anthropicopt.WithBaseURL(g.URL), anthropicopt.WithAPIKey(w.key), anthropicopt.WithMaxRetries(3))
+		nonce := withModel("NONCE", "")
+		_, err := c.Messages.New(t.Context(), anthropic.MessageNewParams{Model: "ag-claude", MaxTokens: 64,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("busy? [sim:error=529] " + nonce))}})
+		var apiErr *anthropic.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 529 {
+			t.Fatalf("want the 529 after the retries, got %v", err)
+		}
+		n := 0
+		for _, r := range up.requests() {
+			if strings.Contains(string(r.Body), nonce+" ") || strings.Contains(string(r.Body), nonce+`"`) {
+				n++
+			}
+		}
+		if n != 4 {
+			t.Errorf("the upstream saw %d attempts, want 4", n)
+		}
+		for _, r := range w.rows(t, 4) {
+			checkRow(t, r, rowWant{status: "error", code: "upstream_error", attempts: 1, failed: 1})
+		}
+		w.settled(t, 4)
+	})
+
+	t.Run("openai SDK retrying a 503 twice on responses", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		c := openai.NewClient(option.WithBaseURL(g.URL+"/v1"), option.WithAPIKey(w.key), option.WithMaxRetries(2))
+		_, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "ag-gpt",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("busy? [sim:error=503]")}})
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 {
+			t.Fatalf("want the 503 after the retries, got %v", err)
+		}
+		rows := w.rows(t, 3)
+		for _, r := range rows {
+			checkRow(t, r, rowWant{status: "error", code: "upstream_error", attempts: 1, failed: 1})
+		}
+		w.settled(t, 3)
+	})
 }
