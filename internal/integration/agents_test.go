@@ -29,6 +29,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/internal/testgw"
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 )
 
@@ -1457,5 +1458,223 @@ func TestAgentsTimeoutsAndRetries(t *testing.T) {
 			checkRow(t, r, rowWant{status: "error", code: "upstream_error", attempts: 1, failed: 1})
 		}
 		w.settled(t, 3)
+	})
+}
+
+// agentModelIDs are the ids Claude Code and Codex use by default
+// (PRODUCT.md §7), which the embedded default's sim serves.
+var agentModelIDs = []string{"claude-sonnet-4-5", "claude-sonnet-5", "claude-opus-4-8", "claude-haiku-4-5-20251001", "gpt-5-codex"}
+
+// simAsk is one call in each protocol with one tool offered; it returns the
+// tool called ("" for none), its arguments, and the answer's text.
+func simAsk(t *testing.T, g *testgw.Gateway, key, p, model, prompt, tool, schema string) (name, args, text string) {
+	t.Helper()
+	var c call
+	switch p {
+	case "openai_chat":
+		c = do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), `{"model":"`+model+`","messages":[{"role":"user","content":`+strconv.Quote(prompt)+`}],
+ "tools":[{"type":"function","function":{"name":"`+tool+`","parameters":`+schema+`}}]}`)
+	case "anthropic_messages":
+		c = do(t, "POST", g.URL+"/v1/messages", msgHeaders(key), `{"model":"`+model+`","max_tokens":500,"messages":[{"role":"user","content":`+strconv.Quote(prompt)+`}],
+ "tools":[{"name":"`+tool+`","input_schema":`+schema+`}]}`)
+	case "openai_responses":
+		c = do(t, "POST", g.URL+"/v1/responses", bearer(key), `{"model":"`+model+`","input":`+strconv.Quote(prompt)+`,
+ "tools":[{"type":"function","name":"`+tool+`","parameters":`+schema+`}]}`)
+	case "gemini_native":
+		c = do(t, "POST", g.URL+"/v1beta/models/"+model+":generateContent", map[string]string{"x-goog-api-key": key},
+			`{"contents":[{"role":"user","parts":[{"text":`+strconv.Quote(prompt)+`}]}],"tools":[{"functionDeclarations":[{"name":"`+tool+`","parameters":`+schema+`}]}]}`)
+	}
+	if c.Status != 200 {
+		t.Fatalf("%s %s: %d %s", p, model, c.Status, c.Body)
+	}
+	a := gjson.ParseBytes(c.Body)
+	switch p {
+	case "openai_chat":
+		m := a.Get("choices.0.message")
+		if tc := m.Get("tool_calls.0.function"); tc.Exists() {
+			return tc.Get("name").String(), tc.Get("arguments").String(), m.Get("content").String()
+		}
+		return "", "", m.Get("content").String()
+	case "anthropic_messages":
+		for _, b := range a.Get("content").Array() {
+			if b.Get("type").String() == "tool_use" {
+				return b.Get("name").String(), b.Get("input").Raw, ""
+			}
+		}
+		return "", "", a.Get("content.0.text").String()
+	case "openai_responses":
+		for _, it := range a.Get("output").Array() {
+			if it.Get("type").String() == "function_call" {
+				return it.Get("name").String(), it.Get("arguments").String(), ""
+			}
+		}
+		return "", "", a.Get("output.0.content.0.text").String()
+	default:
+		for _, part := range a.Get("candidates.0.content.parts").Array() {
+			if fc := part.Get("functionCall"); fc.Exists() {
+				return fc.Get("name").String(), fc.Get("args").Raw, ""
+			}
+		}
+		return "", "", a.Get("candidates.0.content.parts.0.text").String()
+	}
+}
+
+var allProtocols = []string{"openai_chat", "anthropic_messages", "openai_responses", "gemini_native"}
+
+// bashSchema is Claude Code's Bash tool's schema, in short.
+const bashSchema = `{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"number"},"description":{"type":"string"},"run_in_background":{"type":"boolean"}},"required":["command"],"additionalProperties":false}`
+
+// Issue 6, point 7: the embedded default serves the agents: its sim answers
+// for the agents' default ids on every protocol, calls a tool only when the
+// prompt asks for one, with arguments valid against the tool's schema, and
+// answers a tool result with text.
+func TestAgentsEmbeddedDefault(t *testing.T) {
+	t.Parallel()
+	// No vendor key: sim serves everything.
+	g := testgw.Start(t, testgw.Options{Env: []string{"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY="}})
+
+	t.Run("the agents' ids are listed, owned by sim", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		c := do(t, "GET", g.URL+"/v1/models", bearer(w.key), "")
+		if c.Status != 200 {
+			t.Fatalf("%d %s", c.Status, c.Body)
+		}
+		owned := map[string]string{}
+		gjson.GetBytes(c.Body, "data").ForEach(func(_, m gjson.Result) bool {
+			owned[m.Get("id").String()] = m.Get("owned_by").String()
+			return true
+		})
+		for _, id := range agentModelIDs {
+			if owned[id] != "sim" {
+				t.Errorf("%s: owned_by %q, want sim (listed: %v)", id, owned[id], owned)
+			}
+		}
+	})
+
+	for _, id := range agentModelIDs {
+		t.Run(id+"/text unless a tool is asked for, on every protocol", func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			for _, p := range allProtocols {
+				// A lower-case "bash" and "Bashful" name no tool.
+				name, _, text := simAsk(t, g, w.key, p, id, "Say hello from a bash shell, Bashful.", "Bash", bashSchema)
+				if name != "" || !strings.HasPrefix(text, "Tollgate sim reply to: Say hello") {
+					t.Errorf("%s: tool %q, text %q", p, name, text)
+				}
+				name, args, _ := simAsk(t, g, w.key, p, id, "Use the Bash tool to run: echo hello", "Bash", bashSchema)
+				if name != "Bash" || !jsonEq(args, `{"command":"echo hello"}`) {
+					t.Errorf("%s: tool %q, arguments %s; want Bash {\"command\":\"echo hello\"}", p, name, args)
+				}
+			}
+			w.settled(t, 2*len(allProtocols))
+		})
+	}
+
+	// Required fields only, recursively, each valid: enums, consts, bounds,
+	// lengths, arrays, $ref, anyOf; the prompt's text after its last colon
+	// in the first string filled.
+	schema := `{"type":"object","additionalProperties":false,
+ "properties":{
+  "path":{"type":"string","minLength":3},
+  "mode":{"type":"string","enum":["fast","safe"]},
+  "kind":{"const":"patch"},
+  "count":{"type":"integer","minimum":3,"maximum":9},
+  "ratio":{"type":"number","minimum":0.5},
+  "tags":{"type":"array","items":{"type":"string","maxLength":4},"minItems":2},
+  "opts":{"type":"object","additionalProperties":false,"properties":{"dry":{"type":"boolean"},"level":{"type":["integer","null"],"minimum":1}},"required":["dry","level"]},
+  "target":{"$ref":"#/$defs/target"},
+  "either":{"anyOf":[{"type":"null"},{"type":"string","enum":["x","y"]}]},
+  "note":{"type":"string"}},
+ "required":["path","mode","kind","count","ratio","tags","opts","target","either"],
+ "$defs":{"target":{"type":"object","properties":{"host":{"type":"string","format":"uri"},"port":{"type":"integer","maximum":65535}},"required":["host","port"]}}}`
+	for _, p := range []string{"openai_chat", "anthropic_messages", "openai_responses"} {
+		t.Run("arguments valid against the tool's schema/"+p, func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			for _, prompt := range []string{"Use the configure tool on: /srv/app", "Please call a tool for: /srv/app"} {
+				name, args, _ := simAsk(t, g, w.key, p, "claude-sonnet-4-5", prompt, "configure", schema)
+				var root, v any
+				_ = json.Unmarshal([]byte(schema), &root)
+				if err := json.Unmarshal([]byte(args), &v); err != nil || name != "configure" {
+					t.Fatalf("tool %q arguments %q: %v", name, args, err)
+				}
+				if why := validArgs(root, root, v); why != "" {
+					t.Errorf("%q: arguments %s do not fit the schema: %s", prompt, args, why)
+				}
+				m := v.(map[string]any)
+				if _, ok := m["note"]; ok || len(m) != 9 || m["path"] != "/srv/app" {
+					t.Errorf("%q: arguments %s: want the nine required fields only, path from the prompt", prompt, args)
+				}
+			}
+			w.settled(t, 2)
+		})
+	}
+
+	t.Run("a tool result is answered with text", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		c := do(t, "POST", g.URL+"/v1/messages", msgHeaders(w.key), `{"model":"claude-opus-4-8","max_tokens":200,
+ "messages":[{"role":"user","content":"Use the Bash tool to run: echo hello"},
+  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo hello"}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"hello"}]}],
+ "tools":[{"name":"Bash","input_schema":`+bashSchema+`}]}`)
+		a := gjson.ParseBytes(c.Body)
+		if c.Status != 200 || a.Get("stop_reason").String() != "end_turn" || !strings.HasPrefix(a.Get("content.0.text").String(), "Tool result received: hello") {
+			t.Fatalf("%d %s", c.Status, c.Body)
+		}
+		w.settled(t, 1)
+	})
+
+	t.Run("Claude Code's and Codex's own requests complete a tool turn", func(t *testing.T) {
+		t.Parallel()
+		w := newWallet(g)
+		for _, id := range agentModelIDs[:4] {
+			c := do(t, "POST", g.URL+"/v1/messages?beta=true", with(claudeCodeHeaders, "x-api-key", w.key, "anthropic-version", "2023-06-01"), withModel(claudeCodeBody, id))
+			a := gjson.ParseBytes(c.Body)
+			if c.Status != 200 || a.Get("stop_reason").String() != "tool_use" || a.Get("content.0.name").String() != "Bash" ||
+				!jsonEq(a.Get("content.0.input").Raw, `{"command":"echo done"}`) || c.Header.Get("X-Protocol-Warning") != "" {
+				t.Errorf("%s: %d %v %s", id, c.Status, c.Header.Get("X-Protocol-Warning"), c.Body)
+			}
+		}
+		c := do(t, "POST", g.URL+"/v1/responses", with(codexHeaders, "Authorization", "Bearer "+w.key), codex("gpt-5-codex", codexTools))
+		fc := gjson.GetBytes(c.Body, "output.0")
+		if c.Status != 200 || fc.Get("name").String() != "exec_command" || !jsonEq(fc.Get("arguments").String(), `{"cmd":"echo done"}`) {
+			t.Errorf("gpt-5-codex: %d %s", c.Status, c.Body)
+		}
+		// gpt-5-codex has reasoning but no built-in tools in the default.
+		if got := c.Header.Get("X-Protocol-Warning"); got != "tools.namespace; tools.web_search" {
+			t.Errorf("gpt-5-codex: X-Protocol-Warning %q", got)
+		}
+		w.settled(t, 5)
+	})
+
+	t.Run("the official Go SDKs complete a plain and a tool turn", func(t *testing.T) {
+		t.Parallel()
+		for _, id := range agentModelIDs {
+			kinds := []string{"anthropic v1", "anthropic v2"}
+			if strings.HasPrefix(id, "gpt") {
+				kinds = []string{"openai responses", "openai chat"}
+			}
+			for _, kind := range kinds {
+				w := newWallet(g)
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				c := newSDK(t, kind, g.URL, w.key, id)
+				tr, err := c.ask(ctx, "Hello! No tools, please.", true, true)
+				if err != nil || tr.toolName != "" || tr.text == "" || tr.finish != textFinish[kind] {
+					t.Fatalf("%s %s plain: %+v %v", kind, id, tr, err)
+				}
+				tr, err = c.ask(ctx, "Use the get_weather tool for Paris.", true, true)
+				if err != nil {
+					t.Fatalf("%s %s: %v", kind, id, err)
+				}
+				checkToolCall(t, tr)
+				if tr, err = c.answer(ctx, `{"temp_c": 21}`, true); err != nil || tr.toolName != "" || tr.finish != textFinish[kind] {
+					t.Fatalf("%s %s after the result: %+v %v", kind, id, tr, err)
+				}
+				cancel()
+				w.settled(t, 3)
+			}
+		}
 	})
 }
