@@ -155,7 +155,7 @@ ${model('claude-haiku-4-5-20251001', 'openai', '  translate_from     = ["anthrop
 ${model('claude-opus-4-8', 'openai', '  translate_from     = ["anthropic_messages"]\n  caps {\n    reasoning = true\n  }\n')}
 ${model('gpt-5-codex', 'openai', '  caps {\n    reasoning = true\n  }\n')}
 ${model('gpt-5.1-codex', 'openai', '  translate_from     = ["openai_responses"]\n  caps {\n    reasoning = true\n  }\n')}
-${model('gpt-4o-mini', 'openai')}
+${model('gpt-4o-mini', 'openai', '  translate_from     = ["gemini_native"]\n')}
 ${model('gemini-2.5-flash', 'google')}`;
 }
 
@@ -169,19 +169,28 @@ const targets = [
     // message, so both kinds are run.
     claude: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'native-opus', model: 'claude-opus-4-8' }],
     codex: [{ route: 'native', model: 'gpt-5-codex' }],
-    openai: { chat: 'gpt-4o-mini', responses: [{ route: 'native', model: 'gpt-5-codex' }] },
+    openai: { chat: [{ route: 'native', model: 'gpt-4o-mini' }], responses: [{ route: 'native', model: 'gpt-5-codex' }] },
     // Not claude-sonnet-4-5: the SDK prints a deprecation notice for it.
     anthropic: [{ route: 'native', model: 'claude-sonnet-5' }],
-    gemini: 'gemini-2.5-flash',
+    gemini: [{ route: 'native', model: 'gemini-2.5-flash' }],
   },
   {
     name: 'vendor',
     start: async () => startGateway('vendor', vendorConfig(await startUpstream())),
     claude: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'translated', model: 'claude-haiku-4-5-20251001' }, { route: 'translated-opus', model: 'claude-opus-4-8' }],
     codex: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }],
-    openai: { chat: 'gpt-4o-mini', responses: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }] },
+    // Completions clients are translated by default: to messages on the
+    // anthropic channel's model, to generate-content on the gemini one's.
+    openai: {
+      chat: [
+        { route: 'native', model: 'gpt-4o-mini' },
+        { route: 'translated-messages', model: 'claude-sonnet-4-5', via: 'openai_chat_to_anthropic_messages' },
+        { route: 'translated-generate-content', model: 'gemini-2.5-flash', via: 'openai_chat_to_gemini_native' },
+      ],
+      responses: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }],
+    },
     anthropic: [{ route: 'native', model: 'claude-sonnet-5' }, { route: 'translated', model: 'claude-haiku-4-5-20251001' }],
-    gemini: 'gemini-2.5-flash',
+    gemini: [{ route: 'native', model: 'gemini-2.5-flash' }, { route: 'translated', model: 'gpt-4o-mini', via: 'gemini_native_to_openai_chat' }],
   },
 ];
 

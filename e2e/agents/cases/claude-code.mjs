@@ -20,8 +20,6 @@ function env(ctx, t, home) {
     DISABLE_ERROR_REPORTING: '1',
     DISABLE_AUTOUPDATER: '1',
     DISABLE_BUG_COMMAND: '1',
-    // Answers come from a simulator; fail fast instead of retrying for minutes.
-    CLAUDE_CODE_MAX_RETRIES: '1',
     API_TIMEOUT_MS: String(ctx.timeoutMs),
   };
 }

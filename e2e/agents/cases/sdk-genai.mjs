@@ -18,14 +18,24 @@ function client(t) {
 
 // defaultVersion: the SDK as a user writes it, only baseUrl and apiKey set:
 // it calls /v1/models/{model}:generateContent.
-async function defaultVersion(t, model) {
+async function defaultVersion(t, model, via) {
   const c = new GoogleGenAI({ apiKey: t.key, httpOptions: { baseUrl: t.url, timeout: 60_000 } });
   const r = await c.models.generateContent({ model, contents: 'Say hello.' });
+  translation(r, via);
   check(r.text && r.text !== '', `no text: ${short(r)}`);
 }
 
-async function generate(t, model) {
+// translation checks the X-Protocol-Translation header the SDK kept in
+// sdkHttpResponse: via for a translated route, none for a native one.
+function translation(r, via) {
+  const h = (r.sdkHttpResponse && r.sdkHttpResponse.headers) || {};
+  const got = h['x-protocol-translation'] ?? null;
+  check(got === (via || null), `X-Protocol-Translation ${got}, want ${via || null}`);
+}
+
+async function generate(t, model, via) {
   const r = await client(t).models.generateContent({ model, contents: 'Say hello.' });
+  translation(r, via);
   check(r.text && r.text !== '', `no text: ${short(r)}`);
   const c = r.candidates && r.candidates[0];
   check(c && c.finishReason === 'STOP', `finishReason ${c && c.finishReason}`);
@@ -50,11 +60,12 @@ async function generateStream(t, model) {
   check(usage && usage.candidatesTokenCount > 0, `usage: ${short(usage)}`);
 }
 
-async function tools(t, model) {
+async function tools(t, model, via) {
   const c = client(t);
   const config = { tools: [{ functionDeclarations: [weather] }] };
   const contents = [{ role: 'user', parts: [{ text: ASK_TOOL }] }];
   const r = await c.models.generateContent({ model, contents, config });
+  translation(r, via);
   const calls = r.functionCalls || [];
   check(calls.length > 0, `no functionCall: ${short(r.candidates)}`);
   const call = calls[0];
@@ -65,14 +76,13 @@ async function tools(t, model) {
   check(r2.text && r2.text !== '' && !(r2.functionCalls && r2.functionCalls.length), `after the function response: ${short(r2.candidates)}`);
 }
 
-// cases: t.gemini = model or null.
+// cases: t.gemini = [{route, model, via}]; via is the X-Protocol-Translation
+// a translated route must carry.
 export function cases(ctx, t) {
-  const m = t.gemini;
-  if (!m) return [];
-  return [
-    { name: `genai-sdk/${t.name}/generate`, run: () => generate(t, m) },
-    { name: `genai-sdk/${t.name}/generate-stream`, run: () => generateStream(t, m) },
-    { name: `genai-sdk/${t.name}/tools`, run: () => tools(t, m) },
-    { name: `genai-sdk/${t.name}/generate-sdk-default-api-version`, run: () => defaultVersion(t, m) },
-  ];
+  return t.gemini.flatMap(({ route, model, via }) => [
+    { name: `genai-sdk/${t.name}/${route}/generate`, run: () => generate(t, model, via) },
+    { name: `genai-sdk/${t.name}/${route}/generate-stream`, run: () => generateStream(t, model) },
+    { name: `genai-sdk/${t.name}/${route}/tools`, run: () => tools(t, model, via) },
+    { name: `genai-sdk/${t.name}/${route}/generate-sdk-default-api-version`, run: () => defaultVersion(t, model, via) },
+  ]);
 }

@@ -25,8 +25,16 @@ function args(raw) {
   return v;
 }
 
-async function chat(t, model) {
-  const r = await client(t).chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello.' }] });
+// translation checks the X-Protocol-Translation header of an answer: via
+// for a translated route, none for a native one.
+function translation(response, via) {
+  const got = response.headers.get('x-protocol-translation');
+  check(got === (via || null), `X-Protocol-Translation ${got}, want ${via || null}`);
+}
+
+async function chat(t, model, via) {
+  const { data: r, response } = await client(t).chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello.' }] }).withResponse();
+  translation(response, via);
   const c = r.choices[0];
   check(c && typeof c.message.content === 'string' && c.message.content !== '', `no content: ${short(r)}`);
   check(c.finish_reason === 'stop', `finish_reason ${c.finish_reason}`);
@@ -34,8 +42,9 @@ async function chat(t, model) {
   check(r._request_id, 'no x-request-id header');
 }
 
-async function chatStream(t, model) {
-  const stream = await client(t).chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello.' }], stream: true, stream_options: { include_usage: true } });
+async function chatStream(t, model, via) {
+  const { data: stream, response } = await client(t).chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello.' }], stream: true, stream_options: { include_usage: true } }).withResponse();
+  translation(response, via);
   let text = '';
   let finish;
   let usage;
@@ -51,7 +60,7 @@ async function chatStream(t, model) {
   check(usage && usage.completion_tokens > 0, `no usage chunk: ${short(usage)}`);
 }
 
-async function chatTools(t, model, stream) {
+async function chatTools(t, model, via, stream) {
   const c = client(t);
   const messages = [{ role: 'user', content: ASK_TOOL }];
   let call;
@@ -65,7 +74,8 @@ async function chatTools(t, model, stream) {
     check(call, `no tool call: ${short(m.message)}`);
     messages.push(m.message);
   } else {
-    const r = await c.chat.completions.create({ model, messages, tools: [weatherChat] });
+    const { data: r, response } = await c.chat.completions.create({ model, messages, tools: [weatherChat] }).withResponse();
+    translation(response, via);
     const m = r.choices[0];
     check(m.finish_reason === 'tool_calls', `finish_reason ${m.finish_reason}: ${short(m.message)}`);
     call = m.message.tool_calls && m.message.tool_calls[0];
@@ -120,16 +130,16 @@ async function responsesTools(t, model) {
   check(r2.status === 'completed' && r2.output_text !== '', `after the tool output: ${short(r2.output)}`);
 }
 
-// cases: t.openai = {chat: model or null, responses: [{route, model}]}.
+// cases: t.openai = {chat: [{route, model, via}], responses: [{route, model}]};
+// via is the X-Protocol-Translation a translated chat route must carry.
 export function cases(ctx, t) {
   const out = [];
-  const m = t.openai.chat;
-  if (m) {
+  for (const { route, model, via } of t.openai.chat) {
     out.push(
-      { name: `openai-sdk/${t.name}/chat`, run: () => chat(t, m) },
-      { name: `openai-sdk/${t.name}/chat-stream`, run: () => chatStream(t, m) },
-      { name: `openai-sdk/${t.name}/chat-tools`, run: () => chatTools(t, m, false) },
-      { name: `openai-sdk/${t.name}/chat-tools-stream`, run: () => chatTools(t, m, true) },
+      { name: `openai-sdk/${t.name}/${route}/chat`, run: () => chat(t, model, via) },
+      { name: `openai-sdk/${t.name}/${route}/chat-stream`, run: () => chatStream(t, model, via) },
+      { name: `openai-sdk/${t.name}/${route}/chat-tools`, run: () => chatTools(t, model, via, false) },
+      { name: `openai-sdk/${t.name}/${route}/chat-tools-stream`, run: () => chatTools(t, model, via, true) },
     );
   }
   for (const { route, model } of t.openai.responses) {
