@@ -119,7 +119,7 @@ func (r *Route) prepare(c *Call, upstreamModel string) error {
 	} else {
 		var warnings []string
 		out, warnings, err = r.Translator.Request(c.Body, translate.RequestOptions{
-			Model: upstreamModel, MaxTokens: c.WireMax, Stream: c.Stream,
+			Model: upstreamModel, MaxTokens: c.WireMax, Stream: c.Stream, Reasoning: c.Model.Caps.Reasoning,
 		})
 		if err == nil && c.Stream && r.Protocol == protocol.OpenAIChat {
 			out, err = codec.For(protocol.OpenAIChat).Rewrite(out, codec.RewriteOptions{StreamUsage: true})

@@ -122,6 +122,10 @@ func (messagesToChat) Request(body []byte, opts RequestOptions) ([]byte, []strin
 			// 4096 tokens); disabled thinking asks for nothing.
 			switch v.Get("type").Str {
 			case "enabled":
+				if !opts.Reasoning {
+					w.add(k.Str)
+					break
+				}
 				c.extra = keyRaw(c.extra, "reasoning_effort", `"`+effortOf(v.Get("budget_tokens").Int())+`"`)
 			case "disabled":
 			default:

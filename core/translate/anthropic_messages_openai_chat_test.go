@@ -72,12 +72,24 @@ func TestMessagesToChatRequest(t *testing.T) {
 	}, {
 		desc: "dropped fields in request order",
 		body: `{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"max_tokens":5,"top_k":5,"messages":[{"role":"user","content":"x"}],"service_tier":"auto","metadata":{"other":"x"}}`,
-		want: map[string]string{"thinking": `<absent>`, "top_k": `<absent>`, "reasoning_effort": `"low"`},
-		warn: []string{"top_k", "service_tier", "metadata.other"},
+		want: map[string]string{"thinking": `<absent>`, "top_k": `<absent>`, "reasoning_effort": `<absent>`},
+		warn: []string{"thinking", "top_k", "service_tier", "metadata.other"},
 	}, {
-		desc: "thinking budgets as efforts",
+		desc: "a reasoning model gets thinking budgets as efforts",
+		body: `{"max_tokens":5,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"x"}]}`,
+		opts: RequestOptions{Reasoning: true},
+		want: map[string]string{"reasoning_effort": `"low"`, "thinking": `<absent>`},
+	}, {
+		desc: "a large budget is high effort",
 		body: `{"max_tokens":5,"thinking":{"type":"enabled","budget_tokens":31999},"messages":[{"role":"user","content":"x"}]}`,
+		opts: RequestOptions{Reasoning: true},
 		want: map[string]string{"reasoning_effort": `"high"`},
+	}, {
+		desc: "adaptive thinking has no effort: dropped",
+		body: `{"max_tokens":5,"thinking":{"type":"adaptive"},"messages":[{"role":"user","content":"x"}]}`,
+		opts: RequestOptions{Reasoning: true},
+		want: map[string]string{"reasoning_effort": `<absent>`},
+		warn: []string{"thinking"},
 	}, {
 		desc: "disabled thinking asks for nothing",
 		body: `{"max_tokens":5,"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"x"}]}`,

@@ -77,6 +77,10 @@ func (responsesToChat) Request(body []byte, opts RequestOptions) ([]byte, []stri
 				w.add(k.Str)
 			}
 		case "reasoning":
+			if !opts.Reasoning {
+				w.add(k.Str)
+				break
+			}
 			// The completions API has the effort, not the summary.
 			v.ForEach(func(rk, rv gjson.Result) bool {
 				switch {

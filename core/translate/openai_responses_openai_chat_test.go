@@ -57,9 +57,15 @@ func TestResponsesToChatRequest(t *testing.T) {
 		want: map[string]string{"tool_choice": `"required"`, "response_format": `{"type":"json_object"}`},
 	}, {
 		desc: "dropped fields in request order",
-		body: `{"model":"m","reasoning":{"effort":"high","summary":"auto"},"input":[{"type":"reasoning","id":"rs_1","summary":[]},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"a"}]}],"include":["reasoning.encrypted_content"],"store":false,"prompt_cache_key":"k","text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":{"type":"web_search_preview"},"metadata":{"a":"b"}}`,
-		want: map[string]string{"messages": `[{"role":"assistant","content":"a"}]`, "reasoning_effort": `"high"`, "reasoning": `<absent>`},
-		warn: []string{"reasoning.summary", "input.reasoning", "input.id", "input.status", "include", "store", "prompt_cache_key", "text.verbosity", "tool_choice", "metadata"},
+		body: `{"model":"m","reasoning":{"effort":"high"},"input":[{"type":"reasoning","id":"rs_1","summary":[]},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"a"}]}],"include":["reasoning.encrypted_content"],"store":false,"prompt_cache_key":"k","text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":{"type":"web_search_preview"},"metadata":{"a":"b"}}`,
+		want: map[string]string{"messages": `[{"role":"assistant","content":"a"}]`, "reasoning_effort": `<absent>`},
+		warn: []string{"reasoning", "input.reasoning", "input.id", "input.status", "include", "store", "prompt_cache_key", "text.verbosity", "tool_choice", "metadata"},
+	}, {
+		desc: "a reasoning model gets the effort; the summary is dropped",
+		body: `{"model":"m","reasoning":{"effort":"high","summary":"auto"},"input":"x"}`,
+		opts: RequestOptions{Reasoning: true},
+		want: map[string]string{"reasoning_effort": `"high"`, "reasoning": `<absent>`},
+		warn: []string{"reasoning.summary"},
 	}, {
 		desc: "input_file with data",
 		body: `{"input":[{"role":"user","content":[{"type":"input_file","filename":"a.pdf","file_data":"data:application/pdf;base64,JVB"}]}]}`,

@@ -16,6 +16,10 @@ type RequestOptions struct {
 	MaxTokens int64
 	// Stream reports whether the call is streaming.
 	Stream bool
+	// Reasoning says the model reasons (caps { reasoning }): reasoning and
+	// thinking fields are mapped where a mapping exists. Otherwise they are
+	// dropped and warned, as for a native call.
+	Reasoning bool
 }
 
 // ResponseOptions says how to build the client's response.

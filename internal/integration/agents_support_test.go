@@ -85,6 +85,8 @@ model "` + id + `" {
 func startAgents(t *testing.T, extra string) (*testgw.Gateway, *upstream) {
 	t.Helper()
 	up := startUpstream(t, sim.Knobs{})
+	// @UP@ in extra stands for the upstream's URL.
+	extra = strings.ReplaceAll(extra, "@UP@", up.URL)
 	return testgw.Start(t, testgw.Options{Config: agentsConfig(up.URL, extra)}), up
 }
 

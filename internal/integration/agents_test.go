@@ -1678,3 +1678,55 @@ func TestAgentsEmbeddedDefault(t *testing.T) {
 		}
 	})
 }
+
+// Issue 6, point 3, for a reasoning model: through translation the
+// reasoning fields are mapped where a mapping exists (responses
+// reasoning.effort and messages thinking budgets become completions
+// reasoning_effort); what has none is still dropped and named.
+func TestAgentsTranslationMapsReasoning(t *testing.T) {
+	t.Parallel()
+	g, up := startAgents(t, `
+channel "chatonly-r" {
+  vendor    = "openai"
+  base_url  = "`+"@UP@"+`"
+  api_key   = "`+upstreamKey+`"
+  protocols = ["openai_chat"]
+  models    = ["ag-chat-r"]
+}
+model "ag-chat-r" {
+  translate_from = ["anthropic_messages", "openai_responses"]
+  caps {
+    reasoning = true
+  }
+  price {
+    input  = "3"
+    output = "15"
+  }
+}
+`)
+	w := newWallet(g)
+	for _, tc := range []struct {
+		name, path, body, warn, effort string
+		headers                        map[string]string
+	}{
+		{"responses reasoning.effort", "/v1/responses",
+			`{"model":"ag-chat-r","input":"hi NONCE","reasoning":{"effort":"high","summary":"auto"}}`,
+			"reasoning.summary", "high", bearer(w.key)},
+		{"messages thinking budget", "/v1/messages",
+			`{"model":"ag-chat-r","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":2048},"messages":[{"role":"user","content":"hi NONCE"}]}`,
+			"", "medium", msgHeaders(w.key)},
+	} {
+		body := withModel(tc.body, "ag-chat-r")
+		c := do(t, "POST", g.URL+tc.path, tc.headers, body)
+		if c.Status != 200 {
+			t.Fatalf("%s: %d %s", tc.name, c.Status, c.Body)
+		}
+		if got := c.Header.Get("X-Protocol-Warning"); got != tc.warn {
+			t.Errorf("%s: X-Protocol-Warning %q, want %q", tc.name, got, tc.warn)
+		}
+		sent := sentFor(t, up, "/v1/chat/completions", body)
+		if got := gjson.GetBytes(sent.Body, "reasoning_effort").String(); got != tc.effort {
+			t.Errorf("%s: upstream reasoning_effort %q, want %q: %s", tc.name, got, tc.effort, sent.Body)
+		}
+	}
+}
