@@ -94,7 +94,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 				Body:        r.body,
 				Stream:      c.Stream,
 				Headers:     forwardHeaders(c.Request.Header),
-				IdleTimeout: DefaultIdleTimeout,
+				IdleTimeout: idleTimeout(c.Model, ch),
 				RequestID:   c.ID,
 			}
 			timeout = modelTimeout
@@ -149,6 +149,18 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 		return apierr.New(apierr.UpstreamTimeout, "the upstream did not answer within "+timeout.String())
 	}
 	return last
+}
+
+// idleTimeout is the longest wait between two stream events: the
+// channel's, else the model's, else the default.
+func idleTimeout(m *config.Model, ch *config.Channel) time.Duration {
+	switch {
+	case ch.IdleTimeout > 0:
+		return ch.IdleTimeout
+	case m.IdleTimeout > 0:
+		return m.IdleTimeout
+	}
+	return DefaultIdleTimeout
 }
 
 // order returns the channels by priority (already sorted), weighted-random

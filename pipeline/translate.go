@@ -126,6 +126,10 @@ func (r *Route) prepare(c *Call, upstreamModel string) error {
 		}
 		if r.body == nil {
 			r.Warnings = warnings
+			// Betas are Anthropic's: no other upstream gets the header.
+			if r.Protocol != protocol.AnthropicMessages && c.Request.Header.Get("anthropic-beta") != "" {
+				r.Warnings = append([]string{"anthropic-beta"}, warnings...)
+			}
 		}
 	}
 	if err != nil {
@@ -212,7 +216,16 @@ func normalizeResponsesInput(body []byte) ([]byte, error) {
 // reasoning and include for models without caps { reasoning }.
 func dropUnservedResponsesFields(body []byte, m *config.Model, ch *config.Channel) ([]byte, []string, error) {
 	var warnings []string
+	// Warnings name fields in request order: where each field sits in the
+	// body as the client sent it.
+	order := map[string]int{}
 	tools := gjson.GetBytes(body, "tools")
+	order["tools"] = tools.Index
+	if !m.Caps.Reasoning {
+		for _, field := range []string{"reasoning", "include"} {
+			order[field] = gjson.GetBytes(body, field).Index
+		}
+	}
 	if tools.IsArray() {
 		kept := make([]byte, 0, len(tools.Raw))
 		kept = append(kept, '[')
@@ -258,6 +271,10 @@ func dropUnservedResponsesFields(body []byte, m *config.Model, ch *config.Channe
 			}
 		}
 	}
+	slices.SortStableFunc(warnings, func(a, b string) int {
+		top := func(w string) string { f, _, _ := strings.Cut(w, "."); return f }
+		return order[top(a)] - order[top(b)]
+	})
 	return body, warnings, nil
 }
 

@@ -71,17 +71,20 @@ type Plugin struct {
 // Channel is one upstream route: a vendor plugin, an address, a secret.
 type Channel struct {
 	Name      string
-	Vendor    string   // the plugin name
-	BaseURL   string   // vendor root without /v1
-	APIKey    string   // usually env("...")
-	Families  []string // chat, image, ...
-	Protocols []string // for chat: the protocol ids this upstream speaks
-	Models    []string // model ids served; "client=upstream" maps to another upstream id
-	Priority  int      // higher first
-	Weight    int      // share within one priority; default 1
-	Timeout   time.Duration
-	Tools     []string // built-in tools this channel supports (narrows the model's)
-	Settings  map[string]string
+	Vendor    string        // the plugin name
+	BaseURL   string        // vendor root without /v1
+	APIKey    string        // usually env("...")
+	Families  []string      // chat, image, ...
+	Protocols []string      // for chat: the protocol ids this upstream speaks
+	Models    []string      // model ids served; "client=upstream" maps to another upstream id
+	Priority  int           // higher first
+	Weight    int           // share within one priority; default 1
+	Timeout   time.Duration // chat timeout on this channel; replaces the model's
+	// IdleTimeout is the longest wait between two stream events on this
+	// channel; 0 means the model's.
+	IdleTimeout time.Duration
+	Tools       []string // built-in tools this channel supports (narrows the model's)
+	Settings    map[string]string
 }
 
 // UpstreamModel returns the upstream id for a client model id on this channel
@@ -120,7 +123,10 @@ type Model struct {
 	// TranslateFrom turns on reverse translation for these client protocols.
 	TranslateFrom []string
 	Timeout       time.Duration // total chat timeout; default 180s
-	Caps          Caps
+	// IdleTimeout is the longest wait between two stream events; 0 means
+	// the gateway's default (120s).
+	IdleTimeout time.Duration
+	Caps        Caps
 }
 
 // Price is a model's `price {}` block. Token prices are per million tokens.

@@ -387,7 +387,7 @@ var modelSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "owned_by"}, {Name: "family"}, {Name: "aliases"},
 		{Name: "default_max_tokens"}, {Name: "max_output_tokens"},
-		{Name: "translate_from"}, {Name: "timeout"},
+		{Name: "translate_from"}, {Name: "timeout"}, {Name: "idle_timeout"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "price"}, {Type: "caps"}},
 }
@@ -428,6 +428,7 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 			d.errorf(a.Expr.Range(), where, "timeout must be above 0s")
 		}
 	}
+	d.duration(c.Attributes["idle_timeout"], where, &m.IdleTimeout)
 	var priceBlock, capsBlock *hcl.Block
 	for _, blk := range c.Blocks {
 		dst := &priceBlock
@@ -544,7 +545,7 @@ func protocolList() string {
 var channelSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "vendor", Required: true}, {Name: "base_url"}, {Name: "api_key"},
 	{Name: "families"}, {Name: "protocols"}, {Name: "models"}, {Name: "priority"},
-	{Name: "weight"}, {Name: "timeout"}, {Name: "tools"}, {Name: "settings"},
+	{Name: "weight"}, {Name: "timeout"}, {Name: "idle_timeout"}, {Name: "tools"}, {Name: "settings"},
 }}
 
 func (d *decoder) channel(b *hcl.Block, reg *registry) Channel {
@@ -607,6 +608,7 @@ func (d *decoder) channel(b *hcl.Block, reg *registry) Channel {
 	d.integer(c.Attributes["priority"], where, &ch.Priority)
 	d.intMin(c.Attributes["weight"], where, 1, &ch.Weight)
 	d.duration(c.Attributes["timeout"], where, &ch.Timeout)
+	d.duration(c.Attributes["idle_timeout"], where, &ch.IdleTimeout)
 	ch.Tools = d.tools(c.Attributes["tools"], where)
 	ch.Settings = d.strMap(c.Attributes["settings"], where)
 	return ch

@@ -58,6 +58,9 @@ func Render(c *Config) string {
 		if ch.Timeout != 0 {
 			b.SetAttributeValue("timeout", cty.StringVal(ch.Timeout.String()))
 		}
+		if ch.IdleTimeout != 0 {
+			b.SetAttributeValue("idle_timeout", cty.StringVal(ch.IdleTimeout.String()))
+		}
 		setList(b, "tools", ch.Tools)
 		setMap(b, "settings", ch.Settings)
 	}
@@ -73,6 +76,9 @@ func Render(c *Config) string {
 		}
 		setList(b, "translate_from", m.TranslateFrom)
 		b.SetAttributeValue("timeout", cty.StringVal(m.Timeout.String()))
+		if m.IdleTimeout != 0 {
+			b.SetAttributeValue("idle_timeout", cty.StringVal(m.IdleTimeout.String()))
+		}
 		prices := []money.Nano{
 			m.Price.Input, m.Price.Output, m.Price.CachedInput, m.Price.CacheWrite, m.Price.PerImage,
 			m.Price.PerSecond, m.Price.PerCall, m.Price.PerCharacter, m.Price.PerGeneration,

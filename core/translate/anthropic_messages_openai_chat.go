@@ -260,7 +260,7 @@ func messagesToChatMessages(v gjson.Result, c *chatBody, w *warnings) error {
 			if content.Type == gjson.String {
 				text = append(text, inner(content)...)
 			}
-			content.ForEach(func(_, b gjson.Result) bool {
+			eachElement(content, func(b gjson.Result) bool {
 				if present(b.Get("cache_control")) {
 					w.add("cache_control")
 				}
@@ -302,7 +302,7 @@ func messagesToChatMessages(v gjson.Result, c *chatBody, w *warnings) error {
 			if content.Type == gjson.String {
 				text = append(text, inner(content)...)
 			}
-			content.ForEach(func(_, b gjson.Result) bool {
+			eachElement(content, func(b gjson.Result) bool {
 				if present(b.Get("cache_control")) {
 					w.add("cache_control")
 				}

@@ -83,6 +83,14 @@ func isArray(r gjson.Result) bool { return r.Type == gjson.JSON && strings.HasPr
 // present reports whether a field exists and is not null.
 func present(r gjson.Result) bool { return r.Exists() && r.Type != gjson.Null }
 
+// eachElement calls fn for each element of an array, and for nothing else:
+// gjson's ForEach visits a string once, as its own element.
+func eachElement(r gjson.Result, fn func(gjson.Result) bool) {
+	if r.IsArray() {
+		r.ForEach(func(_, v gjson.Result) bool { return fn(v) })
+	}
+}
+
 // parseBody validates a client body and returns it parsed.
 func parseBody(body []byte) (gjson.Result, error) {
 	if !gjson.ValidBytes(body) {

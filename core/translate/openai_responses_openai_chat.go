@@ -181,7 +181,7 @@ func responsesInputToChat(v gjson.Result, c *chatBody, w *warnings) error {
 				if content.Type == gjson.String {
 					text = append(text, inner(content)...)
 				}
-				content.ForEach(func(_, p gjson.Result) bool {
+				eachElement(content, func(p gjson.Result) bool {
 					switch pt := p.Get("type").Str; pt {
 					case "output_text", "input_text", "text":
 						text = append(text, inner(p.Get("text"))...)
@@ -198,7 +198,7 @@ func responsesInputToChat(v gjson.Result, c *chatBody, w *warnings) error {
 				if content.Type == gjson.String {
 					sys = append(sys, inner(content)...)
 				}
-				content.ForEach(func(_, p gjson.Result) bool {
+				eachElement(content, func(p gjson.Result) bool {
 					sys = appendSystemText(sys, inner(p.Get("text")))
 					return true
 				})

@@ -315,9 +315,20 @@ func (k *sseSink) Event(e vendor.Event) error {
 			b = append(b, e.Name...)
 			b = append(b, '\n')
 		}
-		b = append(b, "data: "...)
-		b = append(b, e.Data...)
-		b = append(b, "\n\n"...)
+		// One data: line per line of the data (the sim's events may echo
+		// pretty-printed request JSON).
+		data := e.Data
+		for {
+			line, rest, more := bytes.Cut(data, []byte{'\n'})
+			b = append(b, "data: "...)
+			b = append(b, line...)
+			b = append(b, '\n')
+			if !more {
+				break
+			}
+			data = rest
+		}
+		b = append(b, '\n')
 	}
 	k.line = b
 	k.n++
