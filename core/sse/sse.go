@@ -158,7 +158,14 @@ func (s *Writer) Flush() {
 // Append writes one event like Write, without flushing: for events that
 // arrived together, flushed once after the last.
 func (s *Writer) Append(ev protocol.Event) error {
-	b := s.buf[:0]
+	s.buf = AppendEvent(s.buf[:0], ev)
+	_, err := s.w.Write(s.buf)
+	return err
+}
+
+// AppendEvent appends ev in SSE framing: an "event:" line when it has a
+// name, one "data:" line per line of data, and the blank line.
+func AppendEvent(b []byte, ev protocol.Event) []byte {
 	if ev.Name != "" {
 		b = append(b, "event: "...)
 		b = append(b, ev.Name...)
@@ -175,10 +182,7 @@ func (s *Writer) Append(ev protocol.Event) error {
 		}
 		data = rest
 	}
-	b = append(b, '\n')
-	s.buf = b
-	_, err := s.w.Write(b)
-	return err
+	return append(b, '\n')
 }
 
 // Done writes the completions-style terminator "data: [DONE]".

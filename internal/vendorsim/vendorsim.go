@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/sse"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -310,25 +311,7 @@ func (k *sseSink) Event(e vendor.Event) error {
 		}
 		b = append(b, e.Data...)
 	} else {
-		if e.Name != "" {
-			b = append(b, "event: "...)
-			b = append(b, e.Name...)
-			b = append(b, '\n')
-		}
-		// One data: line per line of the data (the sim's events may echo
-		// pretty-printed request JSON).
-		data := e.Data
-		for {
-			line, rest, more := bytes.Cut(data, []byte{'\n'})
-			b = append(b, "data: "...)
-			b = append(b, line...)
-			b = append(b, '\n')
-			if !more {
-				break
-			}
-			data = rest
-		}
-		b = append(b, '\n')
+		b = sse.AppendEvent(b, protocol.Event{Name: e.Name, Data: e.Data})
 	}
 	k.line = b
 	k.n++
