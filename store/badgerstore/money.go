@@ -126,7 +126,11 @@ const maxQueued = 16 * maxBatch
 func (s *Store) settled(ctx context.Context, seq uint64, queued int) error {
 	b := s.books
 	if queued >= maxQueued {
-		_ = s.catchUp(context.WithoutCancel(ctx), seq)
+		// Bounded: should Badger stop taking writes, calls go on slowly
+		// (their moves are journaled) instead of hanging.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = s.catchUp(wctx, seq)
+		cancel()
 	}
 	if b.j == nil || !b.j.strict {
 		return nil
