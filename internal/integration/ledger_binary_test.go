@@ -61,7 +61,7 @@ func TestLedgerExportCapAgainstBinary(t *testing.T) {
 	}
 	g := testgw.Start(t, testgw.Options{DataDir: dir})
 
-	req, _ := http.NewRequest("GET", g.URL+"/v1/logs/export.csv?period=today", nil)
+	req, _ := http.NewRequest("GET", g.URL+"/v1/logs/export.csv?period=7d", nil)
 	req.Header.Set("Authorization", "Bearer "+raw)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
