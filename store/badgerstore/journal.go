@@ -37,6 +37,7 @@ type journal struct {
 	f        *os.File
 	size     int64
 	segments []uint64 // first sequence number of each segment, the current one last
+	rotated  int      // segments opened since start (tests)
 	buf      []byte
 	broken   error // a failed write could not be undone: refuse all later ones
 
@@ -196,6 +197,7 @@ func (j *journal) rotate(next uint64) error {
 	}
 	j.size = 0
 	j.segments = append(j.segments, next)
+	j.rotated++
 	return nil
 }
 
