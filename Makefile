@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := bin
 PLUGINS   := sim openai anthropic gemini openai-compatible
 GOFLAGS_B := -trimpath
-FUZZTIME  ?= 3s
+FUZZTIME  ?= 2000x
 
 .PHONY: all build plugins run test test-unit fuzz bench proto lint clean deps
 
