@@ -238,6 +238,9 @@ type Store interface {
 	// without holding them all in memory; fn returning false stops the scan.
 	ScanLogs(ctx context.Context, q LogQuery, fn func(LogRow) bool) error
 
+	// Idempotency-Key records (idempotency.go).
+	Idempotency
+
 	// Models registered at runtime (config models are not stored).
 	PutModel(ctx context.Context, m Model) error
 	ListModels(ctx context.Context) ([]Model, error)

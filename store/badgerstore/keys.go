@@ -31,6 +31,7 @@ const (
 	pSeq     = "seq/"     // seq/log, seq/ledger                     -> badger.Sequence state
 	pMeta    = "meta/"    // meta/journal                            -> last journal record applied(8)
 	pKeyUsed = "keyused/" // keyused/{key}                           -> last use, time(12)
+	pIdem    = "idem/"    // idem/{account}\x00{idempotency key}     -> idempotency record
 )
 
 const sep = 0x00

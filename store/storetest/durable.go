@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -31,6 +32,11 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 	mustNil(t, "put model", s.PutModel(ctx, store.Model{ID: "m", OwnedBy: "o"}))
 	ledger, err := s.ListLedger(ctx, "a")
 	mustNil(t, "ledger", err)
+	idem := running("r1", t0)
+	_, _, err = s.ClaimIdempotencyKey(ctx, "a", "idem", idem, t0)
+	mustNil(t, "claim", err)
+	idem.State, idem.Status, idem.Body, idem.ExpiresAt = store.IdemDone, 200, []byte(`{"ok":true}`), t0.Add(7*24*time.Hour)
+	mustNil(t, "complete", s.CompleteIdempotencyKey(ctx, "a", "idem", idem))
 	mustNil(t, "close", s.Close())
 
 	lastRow, lastLedger := first.ID, ledger[len(ledger)-1].ID
@@ -51,6 +57,12 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 		row, err := s.GetLog(ctx, first.ID)
 		mustNil(t, "get log", err)
 		same(t, "row", normRow(row), *first)
+		rec, won, err := s.ClaimIdempotencyKey(ctx, "a", "idem", running("r2", t0), t0.Add(time.Hour))
+		mustNil(t, "claim after reopen", err)
+		if won {
+			t.Fatal("an idempotency record was lost on reopen")
+		}
+		same(t, "idempotency record", rec, idem)
 		if ms, err := s.ListModels(ctx); err != nil || len(ms) != 1 {
 			t.Fatalf("models after reopen = %+v, %v", ms, err)
 		}

@@ -32,6 +32,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("update key", func(t *testing.T) { t.Parallel(); testUpdateKey(t, open(t)) })
 	t.Run("delete key", func(t *testing.T) { t.Parallel(); testDeleteKey(t, open(t)) })
 	t.Run("touch key", func(t *testing.T) { t.Parallel(); testTouchKey(t, open(t)) })
+	t.Run("idempotency", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
+	t.Run("concurrent idempotency claims", func(t *testing.T) { t.Parallel(); testIdempotencyRace(t, open(t)) })
 	t.Run("models", func(t *testing.T) { t.Parallel(); testModels(t, open(t)) })
 	t.Run("get log", func(t *testing.T) { t.Parallel(); testGetLog(t, open(t)) })
 	t.Run("query logs", func(t *testing.T) { t.Parallel(); testQueryLogs(t, open(t)) })
