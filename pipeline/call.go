@@ -62,6 +62,11 @@ type Call struct {
 	UpstreamErr   string // error detail for the row, redacted later
 	response      *pendingResponse
 
+	// Set by idempotency when it replayed a kept answer: the request id
+	// of the call that produced it. The rest of the chain does not run;
+	// the finishing stages log a row without a charge.
+	ReplayOf string
+
 	// Set by settle.
 	Charge money.Nano
 	Status string // row status
@@ -131,7 +136,8 @@ type ResponseWriter struct {
 	http.ResponseWriter
 	status  int
 	written int64
-	failed  bool // a write to the client failed: it went away
+	failed  bool     // a write to the client failed: it went away
+	capture *capture // records the answer for idempotent replay; nil = off
 }
 
 // NewResponseWriter wraps w.
@@ -153,6 +159,9 @@ func (w *ResponseWriter) WriteHeader(status int) {
 		return
 	}
 	w.status = status
+	if w.capture != nil {
+		w.capture.start(w.Header())
+	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
@@ -162,6 +171,9 @@ func (w *ResponseWriter) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.written += int64(n)
+	if w.capture != nil {
+		w.capture.write(b[:n])
+	}
 	if err != nil {
 		w.failed = true
 	}

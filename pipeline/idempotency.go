@@ -2,21 +2,56 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/store"
 )
 
-// idempotency checks the Idempotency-Key header's form: 1 to 200 printable
-// ASCII characters without white space. Replay and in-flight detection need
-// the idempotency records of the store; until those exist a well-formed key
-// does not deduplicate (the spec's "header absent" behaviour).
-type idempotencyStage struct{}
+// Idempotency-Key on the billed endpoints (spec: Idempotency; PRODUCT §7:
+// the four chat endpoints included). The first call with a key takes it
+// for the account and runs; a 2xx answer it gives in full is kept for 7
+// days and replayed verbatim (a stream as its recorded events) to a call
+// with the same key and body, without a second charge. A failed call
+// frees the key. A process that dies mid-call leaves the key held until
+// the lease (10 minutes) runs out.
+const (
+	idemRetention = 7 * 24 * time.Hour
+	idemLease     = 10 * time.Minute
+	// idemMaxBody is the largest answer kept for replay; a larger one
+	// answers later calls with 409 idempotency_response_not_cached.
+	idemMaxBody = 8 << 20
+)
 
-func newIdempotency(*Deps, map[string]string) (Stage, error) { return idempotencyStage{}, nil }
+type idempotencyStage struct {
+	store   store.Store
+	now     func() time.Time
+	log     hclog.Logger
+	maxBody int
+}
 
-func (idempotencyStage) Name() string { return "idempotency" }
+func newIdempotency(d *Deps, settings map[string]string) (Stage, error) {
+	s := &idempotencyStage{store: d.Store, now: d.Now, log: d.Logger.Named("idempotency"), maxBody: idemMaxBody}
+	if v, ok := settings["max_response_bytes"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("max_response_bytes must be a byte count, not %q", v)
+		}
+		s.maxBody = n
+	}
+	return s, nil
+}
 
-func (idempotencyStage) Serve(_ context.Context, c *Call) error {
+func (*idempotencyStage) Name() string { return "idempotency" }
+
+func (s *idempotencyStage) Serve(ctx context.Context, c *Call) error {
 	vs, present := c.Request.Header["Idempotency-Key"]
 	if !present {
 		return nil
@@ -25,7 +60,124 @@ func (idempotencyStage) Serve(_ context.Context, c *Call) error {
 		return apierr.New(apierr.InvalidIdempotencyKey,
 			"Idempotency-Key must be 1 to 200 printable ASCII characters without spaces")
 	}
+	if !c.Billed || c.Key == nil || c.W == nil {
+		return nil
+	}
+	key, account := vs[0], c.Key.AccountID
+	now := s.now()
+	mine := store.IdemRecord{Owner: c.ID, Fingerprint: fingerprint(c), State: store.IdemRunning,
+		CreatedAt: now, ExpiresAt: now.Add(idemLease)}
+	rec, won, err := s.store.ClaimIdempotencyKey(ctx, account, key, mine, now)
+	if err != nil {
+		return apierr.Internal(err)
+	}
+	if !won {
+		return s.answer(c, key, &rec, mine.Fingerprint)
+	}
+	c.W.capture = &capture{limit: s.maxBody}
+	c.Defer(func() { s.finish(ctx, c, account, key, mine) })
 	return nil
+}
+
+// answer handles a key another call holds or held.
+func (s *idempotencyStage) answer(c *Call, key string, rec *store.IdemRecord, fp []byte) error {
+	if string(rec.Fingerprint) != string(fp) {
+		return apierr.Newf(apierr.IdempotencyKeyReuse,
+			"Idempotency-Key %q was used with a different request; use a new key for a new request", key)
+	}
+	switch rec.State {
+	case store.IdemRunning:
+		return apierr.Newf(apierr.IdempotencyInFlight,
+			"a call with Idempotency-Key %q is still running; retry when it has finished", key)
+	case store.IdemTooLarge:
+		return apierr.Newf(apierr.IdempotencyResponseNotCached,
+			"the answer to Idempotency-Key %q was too large to keep for replay; find the call with GET /v1/logs?ref=%s", key, rec.Owner)
+	}
+	h := c.W.Header()
+	for k, v := range rec.Header {
+		h[k] = v
+	}
+	h.Set("Idempotency-Replayed", "true")
+	c.ReplayOf = rec.Owner
+	c.W.WriteHeader(rec.Status)
+	_, _ = c.W.Write(rec.Body)
+	return nil
+}
+
+// finish keeps a complete 2xx answer for replay, or frees the key.
+func (s *idempotencyStage) finish(ctx context.Context, c *Call, account, key string, mine store.IdemRecord) {
+	ctx = context.WithoutCancel(ctx)
+	cp, w := c.W.capture, c.W
+	c.W.capture = nil
+	if c.Err != nil || w.ClientGone() || w.Status() < 200 || w.Status() > 299 {
+		if err := s.store.ReleaseIdempotencyKey(ctx, account, key, mine.Owner); err != nil {
+			s.log.Error("could not free an idempotency key; it frees itself when its lease ends",
+				"request_id", c.ID, "error", err)
+		}
+		return
+	}
+	now := s.now()
+	rec := mine
+	rec.CreatedAt, rec.ExpiresAt = now, now.Add(idemRetention)
+	if cp.over {
+		rec.State = store.IdemTooLarge
+	} else {
+		rec.State, rec.Status, rec.Header, rec.Body = store.IdemDone, w.Status(), cp.header, cp.body
+	}
+	if err := s.store.CompleteIdempotencyKey(ctx, account, key, rec); err != nil {
+		s.log.Error("could not keep the answer for replay", "request_id", c.ID, "error", err)
+	}
+}
+
+// fingerprint identifies the request: method, path (the model of a
+// generate-content call is in it) and body.
+func fingerprint(c *Call) []byte {
+	h := sha256.New()
+	h.Write([]byte(c.Request.Method))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Request.URL.Path))
+	h.Write([]byte{0})
+	h.Write(c.Body)
+	return h.Sum(nil)
+}
+
+// capture records an answer as the client gets it, up to limit bytes.
+type capture struct {
+	limit  int
+	over   bool
+	header http.Header
+	body   []byte
+}
+
+// replayHeader reports whether a response header is part of the answer
+// (kept for replay) rather than of this one delivery.
+func replayHeader(k string) bool {
+	switch k {
+	case "Date", "Content-Length", "Transfer-Encoding", "Connection", "Retry-After",
+		"X-Request-Id", "X-Gateway-Trace", "Idempotency-Replayed":
+		return false
+	}
+	return !strings.HasPrefix(k, "X-Ratelimit-")
+}
+
+func (cp *capture) start(h http.Header) {
+	cp.header = make(http.Header, len(h))
+	for k, v := range h {
+		if k = http.CanonicalHeaderKey(k); replayHeader(k) {
+			cp.header[k] = append([]string(nil), v...)
+		}
+	}
+}
+
+func (cp *capture) write(b []byte) {
+	if cp.over {
+		return
+	}
+	if len(cp.body)+len(b) > cp.limit {
+		cp.over, cp.body = true, nil
+		return
+	}
+	cp.body = append(cp.body, b...)
 }
 
 // ValidIdempotencyKey reports whether k is 1 to 200 printable, non-space ASCII characters.

@@ -116,6 +116,9 @@ func techView(c *Call) *store.TechView {
 			t.Gateway = append(t.Gateway, store.KV{K: "dropped_fields", V: strings.Join(r.Warnings, "; ")})
 		}
 	}
+	if c.ReplayOf != "" {
+		t.Gateway = append(t.Gateway, store.KV{K: "idempotent_replay_of", V: c.ReplayOf})
+	}
 	if c.Hold != nil {
 		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: c.Hold.Amount.String()})
 	}

@@ -19,7 +19,8 @@ type Stage interface {
 }
 
 // Finisher is a Stage that must run even after an earlier stage failed.
-// Finish is called instead of Serve once c.Err is set.
+// Finish is called instead of Serve once c.Err is set, or once the call was
+// answered by an idempotent replay (c.ReplayOf).
 type Finisher interface {
 	Finish(ctx context.Context, c *Call)
 }
@@ -139,7 +140,7 @@ func (ch *Chain) Stages() []string {
 // ledger; then the finishing stages run.
 func (ch *Chain) Run(ctx context.Context, c *Call) {
 	for _, s := range ch.stages {
-		if c.Err == nil {
+		if c.Err == nil && c.ReplayOf == "" {
 			if err := s.Serve(ctx, c); err != nil {
 				c.fail(err)
 				if c.Err.Status >= 500 && c.Err.Cause != nil {
@@ -150,7 +151,7 @@ func (ch *Chain) Run(ctx context.Context, c *Call) {
 			continue
 		}
 		if f, ok := s.(Finisher); ok {
-			f.Finish(ctx, c)
+			f.Finish(ctx, c) // after an error, or a replay
 		}
 	}
 	c.flushResponse()
