@@ -422,7 +422,9 @@ func reads(ctx context.Context, c *Config, st store.Store, keys []store.Key, tot
 		{name: "page, status=error (6%)", query: "/v1/logs?scope=account&limit=50&status=error"},
 		{name: "page, status=rejected (2%)", query: "/v1/logs?scope=account&limit=50&status=rejected"},
 		{name: "page, model=" + RareModel + " (1%)", query: "/v1/logs?scope=account&limit=50&model=" + RareModel},
-		{name: "page, filter matching no row (whole 30d index walked)", query: "/v1/logs?scope=account&limit=50&model=no-such-model", empty: true},
+		{name: "page, model matching no row (per-value index)", query: "/v1/logs?scope=account&limit=50&model=no-such-model", empty: true},
+		{name: "page, error_code matching no row, one key (per-value index)", query: "/v1/logs?limit=50&error_code=no_such_code", empty: true},
+		{name: "page, unit_type matching no row (whole 30d index walked)", query: "/v1/logs?scope=account&limit=50&unit_type=image", empty: true},
 	}
 	for _, p := range pages {
 		iters := c.PageIters

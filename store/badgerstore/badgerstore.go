@@ -114,6 +114,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if err == nil {
 		err = s.recoverBooks(dir, o)
 	}
+	if err == nil {
+		err = s.indexLogValues()
+	}
 	if err != nil {
 		if s.logSeq != nil {
 			_ = s.logSeq.Release()

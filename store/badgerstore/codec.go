@@ -341,6 +341,23 @@ func encodeIndex(b []byte, r *store.LogRow) []byte {
 	return binary.AppendVarint(b, r.CachedTokens)
 }
 
+// dimValue is the value of a per-value index entry: the row's key id (so a
+// key-scoped page can use it), then the index value.
+func dimValue(keyID string, idxVal []byte) []byte {
+	e := enc{make([]byte, 0, 1+len(keyID)+len(idxVal))}
+	e.str(keyID)
+	return append(e.b, idxVal...)
+}
+
+// dimParts splits a per-value index value.
+func dimParts(v []byte) (keyID, idxVal []byte, ok bool) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return nil, nil, false
+	}
+	return v[w : w+int(n)], v[w+int(n):], true
+}
+
 // indexFields splits an index value without allocating.
 func indexFields(v []byte) (status, model, unitType, errorCode []byte, ok bool) {
 	status, model, unitType, errorCode, _, ok = indexParts(v)

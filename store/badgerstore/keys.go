@@ -29,9 +29,11 @@ const (
 	pLogRef  = "logref/"  // logref/{request or task id}\x00{id:8}   -> empty
 	pModel   = "model/"   // model/{model}                           -> model (JSON)
 	pSeq     = "seq/"     // seq/log, seq/ledger                     -> badger.Sequence state
-	pMeta    = "meta/"    // meta/journal                            -> last journal record applied(8)
+	pMeta    = "meta/"    // meta/journal, meta/logdims              -> last journal record applied(8); empty
 	pKeyUsed = "keyused/" // keyused/{key}                           -> last use, time(12)
 	pIdem    = "idem/"    // idem/{account}\x00{idempotency key}     -> idempotency record
+	pLogMod  = "logmod/"  // logmod/{account}\x00{model}\x00{ts:12}{id:8} -> key id, index value
+	pLogErr  = "logerr/"  // logerr/{account}\x00{code}\x00{ts:12}{id:8}  -> key id, index value
 )
 
 const sep = 0x00
@@ -98,6 +100,12 @@ func logKeyPrefix(account, key string) []byte {
 
 func logRefPrefix(ref string) []byte { return scoped(pLogRef, ref) }
 
+// logDimPrefix is the start of one value's entries in a per-value log
+// index (pLogMod, pLogErr).
+func logDimPrefix(dim, account, value string) []byte {
+	return append(append(scoped(dim, account), value...), sep)
+}
+
 // appendTS appends t in tsLen bytes whose byte order is time order.
 func appendTS(b []byte, t time.Time) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(t.Unix())^(1<<63))
@@ -133,5 +141,9 @@ func appendID(b []byte, id uint64) []byte { return binary.BigEndian.AppendUint64
 
 // journalKey holds the number of the last journal record Badger has.
 var journalKey = []byte(pMeta + "journal")
+
+// logDimsKey marks a store whose rows all have their per-value index
+// entries (stores from before those indexes get them once, at open).
+var logDimsKey = []byte(pMeta + "logdims")
 
 func encodeSeq(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }

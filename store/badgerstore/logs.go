@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -91,7 +92,7 @@ func page(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, em
 	if q.Ref != "" {
 		return refPage(ctx, txn, q, limit, emit)
 	}
-	return walk(ctx, txn, q, limit, func(item *badger.Item, k []byte) error {
+	return walk(ctx, txn, q, limit, func(k, _ []byte) error {
 		r, err := readRow(txn, tailID(k))
 		if err == nil {
 			emit(r)
@@ -101,57 +102,171 @@ func page(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, em
 }
 
 // walk visits up to limit index entries of q's window that pass its
-// filters, in q's order.
-func walk(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, visit func(item *badger.Item, k []byte) error) error {
+// filters, in q's order; v is the entry's index value. A page filtered on
+// models or error codes also walks the per-value index of that field, in
+// step with the account's (or key's) index: both yield the same entries in
+// the same order, so the first to finish answers, and a filter matching
+// few rows costs those rows instead of the whole window.
+func walk(ctx context.Context, txn *badger.Txn, q *store.LogQuery, limit int, visit func(k, v []byte) error) error {
 	m := newMatcher(q)
-	var prefix []byte
-	if q.KeyID != "" {
-		prefix = logKeyPrefix(q.AccountID, q.KeyID)
-	} else {
-		prefix = logAcctPrefix(q.AccountID)
+	main := newCursor(txn, m, nil, "", mainPrefix(q))
+	defer main.close()
+	dim := dimCursor(txn, m)
+	if dim == nil {
+		for n := 0; ; n++ {
+			if n%ctxEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			k, v, state := main.step()
+			switch state {
+			case cursorDone:
+				return nil
+			case cursorMatch:
+				if err := visit(k, v); err != nil {
+					return err
+				}
+				if limit--; limit == 0 {
+					return nil
+				}
+			}
+		}
 	}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: !q.Asc})
-	defer it.Close()
-	n := 0
-	for it.Seek(m.seek(prefix)); it.Valid(); it.Next() {
+	defer dim.close()
+	var got [2][][2][]byte
+	for n := 0; ; n++ {
 		if n%ctxEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		n++
-		item := it.Item()
-		k := item.Key()
-		pos := k[len(prefix):]
-		if len(pos) != posLen {
-			continue // another account's or key's entry sharing the prefix bytes
-		}
-		if m.pastFarEdge(pos) {
-			return nil
-		}
-		if !m.inRange(pos) {
-			continue
-		}
-		ok := true
-		if m.filters {
-			if err := item.Value(func(v []byte) error {
-				ok = m.index(v)
+		for i, c := range [2]*cursor{main, dim} {
+			k, v, state := c.step()
+			if state == cursorMatch {
+				got[i] = append(got[i], [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+			}
+			if state == cursorDone || len(got[i]) == limit {
+				for _, e := range got[i] {
+					if err := visit(e[0], e[1]); err != nil {
+						return err
+					}
+				}
 				return nil
-			}); err != nil {
-				return err
 			}
 		}
-		if !ok {
-			continue
-		}
-		if err := visit(item, k); err != nil {
-			return err
-		}
-		if limit--; limit == 0 {
+	}
+}
+
+func mainPrefix(q *store.LogQuery) []byte {
+	if q.KeyID != "" {
+		return logKeyPrefix(q.AccountID, q.KeyID)
+	}
+	return logAcctPrefix(q.AccountID)
+}
+
+// dimCursor is a cursor over the per-value index of the query's model
+// filter, else its error-code filter; nil when it has neither (or a value
+// the index cannot hold).
+func dimCursor(txn *badger.Txn, m *matcher) *cursor {
+	dim, values := pLogMod, m.q.Models
+	if len(values) == 0 {
+		dim, values = pLogErr, m.q.ErrorCodes
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	prefixes := make([][]byte, 0, len(values))
+	for _, v := range values {
+		if !validID(v) {
 			return nil
 		}
+		prefixes = append(prefixes, logDimPrefix(dim, m.q.AccountID, v))
 	}
-	return nil
+	return newCursor(txn, m, []byte(m.q.KeyID), "dim", prefixes...)
+}
+
+// cursor walks one or more index ranges of a query in its order, merged.
+type cursor struct {
+	m        *matcher
+	dim      bool   // per-value index: values start with the key id
+	keyID    []byte // dim: the key the query is scoped to (nil = any)
+	its      []*badger.Iterator
+	prefixes [][]byte
+	read     int // iterator whose entry step returned last; it moves on at the next step
+}
+
+const (
+	cursorSkip  = iota // read an entry that does not match
+	cursorMatch        // read a matching entry
+	cursorDone         // nothing left in the window
+)
+
+func newCursor(txn *badger.Txn, m *matcher, keyID []byte, kind string, prefixes ...[]byte) *cursor {
+	c := &cursor{m: m, dim: kind == "dim", keyID: keyID, prefixes: prefixes, read: -1}
+	if len(keyID) == 0 {
+		c.keyID = nil
+	}
+	for _, p := range prefixes {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p, Reverse: !m.asc})
+		it.Seek(m.seek(p))
+		c.its = append(c.its, it)
+	}
+	return c
+}
+
+func (c *cursor) close() {
+	for _, it := range c.its {
+		it.Close()
+	}
+}
+
+// step reads the next entry in walk order. k and v stay valid until the
+// next step (Badger reuses an item once its iterator moves on).
+func (c *cursor) step() (k, v []byte, state int) {
+	if c.read >= 0 {
+		c.its[c.read].Next()
+		c.read = -1
+	}
+	best := -1
+	var bestPos []byte
+	for i, it := range c.its {
+		for it.Valid() && len(it.Item().Key())-len(c.prefixes[i]) != posLen {
+			it.Next() // another account's or value's entry sharing the prefix bytes
+		}
+		if !it.Valid() {
+			continue
+		}
+		pos := it.Item().Key()[len(c.prefixes[i]):]
+		if best < 0 || c.m.asc == (bytes.Compare(pos, bestPos) < 0) {
+			best, bestPos = i, pos
+		}
+	}
+	if best < 0 || c.m.pastFarEdge(bestPos) {
+		return nil, nil, cursorDone
+	}
+	c.read = best
+	item := c.its[best].Item()
+	if !c.m.inRange(bestPos) {
+		return nil, nil, cursorSkip
+	}
+	ok := true
+	err := item.Value(func(val []byte) error {
+		if c.dim {
+			key, rest, good := dimParts(val)
+			ok = good && (c.keyID == nil || bytes.Equal(key, c.keyID))
+			val = rest
+		}
+		if ok && c.m.filters {
+			ok = c.m.index(val)
+		}
+		v = val
+		return nil
+	})
+	if err != nil || !ok {
+		return nil, nil, cursorSkip
+	}
+	return item.Key(), v, cursorMatch
 }
 
 // ScanLogTotals is ScanLogs for summaries: the totals come from the index
@@ -172,26 +287,16 @@ func (s *Store) ScanLogTotals(ctx context.Context, q store.LogQuery, fn func(sto
 	for {
 		buf = buf[:0]
 		err := s.view(ctx, func(txn *badger.Txn) error {
-			return walk(ctx, txn, &q, scanChunk, func(item *badger.Item, k []byte) error {
+			return walk(ctx, txn, &q, scanChunk, func(k, v []byte) error {
 				id := tailID(k)
 				var t store.LogTotal
 				var have bool
-				err := item.Value(func(v []byte) error {
-					status, model, _, _, rest, ok := indexParts(v)
-					if !ok {
-						return nil
+				if status, model, _, _, rest, ok := indexParts(v); ok {
+					if cost, in, out, cached, ok := indexTotals(rest); ok {
+						t = store.LogTotal{Model: string(model), Status: string(status), Cost: cost,
+							InputTokens: in, OutputTokens: out, CachedTokens: cached}
+						have = true
 					}
-					cost, in, out, cached, ok := indexTotals(rest)
-					if !ok {
-						return nil
-					}
-					t = store.LogTotal{Model: string(model), Status: string(status), Cost: cost,
-						InputTokens: in, OutputTokens: out, CachedTokens: cached}
-					have = true
-					return nil
-				})
-				if err != nil {
-					return err
 				}
 				if have {
 					t.CreatedAt = parseTS(k[len(k)-posLen:])
@@ -375,4 +480,71 @@ func (m *matcher) row(r *store.LogRow) bool {
 		return true
 	}
 	return m.index(encodeIndex(nil, r))
+}
+
+// indexLogValues gives the rows of a store written before the per-value
+// log indexes their entries, once: from the account index (key unknown),
+// then from the key index, whose entries overwrite those with the key id.
+func (s *Store) indexLogValues() error {
+	var done bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		done, err = exists(txn, logDimsKey)
+		return err
+	})
+	if err != nil || done {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	n := 0
+	for _, index := range []string{pLogAcct, pLogKey} {
+		err := s.db.View(func(txn *badger.Txn) error {
+			return scanPrefix(txn, []byte(index), true, func(it *badger.Item) error {
+				k := it.Key()
+				if len(k) < len(index)+posLen+1 {
+					return nil
+				}
+				scope, pos := k[len(index):len(k)-posLen], k[len(k)-posLen:]
+				account, key, _ := bytes.Cut(scope[:len(scope)-1], []byte{sep})
+				if index == pLogAcct {
+					key = nil
+				}
+				return it.Value(func(v []byte) error {
+					_, model, _, code, ok := indexFields(v)
+					if !ok {
+						return nil
+					}
+					dv := dimValue(string(key), v)
+					for _, d := range [2]struct {
+						prefix string
+						value  []byte
+					}{{pLogMod, model}, {pLogErr, code}} {
+						if !validID(string(d.value)) {
+							continue
+						}
+						dk := append(logDimPrefix(d.prefix, string(account), string(d.value)), pos...)
+						if err := wb.Set(dk, dv); err != nil {
+							return err
+						}
+						n++
+					}
+					return nil
+				})
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("badgerstore: indexing log rows by model and error code: %w", err)
+		}
+	}
+	if err := wb.Set(logDimsKey, nil); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("log rows indexed by model and error code", "entries", n)
+	}
+	return nil
 }

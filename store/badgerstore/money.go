@@ -2,6 +2,7 @@ package badgerstore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,21 +60,24 @@ type books struct {
 // entry is one journaled move waiting for Badger, with every key and
 // value of its writes prepared.
 type entry struct {
-	seq     uint64
-	kind    byte
-	account string
-	amount  money.Nano // hold amount, credit, opening credit
-	holdID  string
-	holdVal []byte
-	keyID   string
-	charge  money.Nano
-	rowVal  []byte
-	idxVal  []byte
-	idxKeys [][]byte
-	refKeys [][]byte
-	acctVal []byte
-	ledger  []byte // ledger entry (JSON) under ledgerID
-	ledgID  uint64
+	seq       uint64
+	kind      byte
+	account   string
+	amount    money.Nano // hold amount, credit, opening credit
+	holdID    string
+	holdVal   []byte
+	keyID     string
+	charge    money.Nano
+	rowVal    []byte
+	idxVal    []byte
+	idxKeys   [][]byte
+	dimVal    []byte   // value of the per-value index entries: key id, then idxVal
+	dimKeys   [][]byte // per-value index entries (model, error code)
+	dimKeyArr [2][]byte
+	refKeys   [][]byte
+	acctVal   []byte
+	ledger    []byte // ledger entry (JSON) under ledgerID
+	ledgID    uint64
 }
 
 func newBooks(delay time.Duration) *books {
@@ -308,6 +312,38 @@ func settleKeys(e *entry, r *store.LogRow) {
 	if r.KeyID != "" {
 		e.idxKeys = append(e.idxKeys, appendPos(logKeyPrefix(r.AccountID, r.KeyID), r.CreatedAt, 0))
 	}
+	// Per-value indexes bound a page filtered on a rare model or error
+	// code by the rows that have it, not by the window. Their keys and
+	// value share one allocation.
+	model, code := validID(r.Model), validID(r.ErrorCode)
+	if model || code {
+		scope := len(r.AccountID) + 1 + 1 + posLen
+		n := len(r.KeyID) + binary.MaxVarintLen64 + len(e.idxVal)
+		if model {
+			n += len(pLogMod) + scope + len(r.Model)
+		}
+		if code {
+			n += len(pLogErr) + scope + len(r.ErrorCode)
+		}
+		buf := make([]byte, 0, n)
+		dimKey := func(dim, value string) {
+			start := len(buf)
+			buf = append(append(append(append(append(buf, dim...), r.AccountID...), sep), value...), sep)
+			buf = appendPos(buf, r.CreatedAt, 0)
+			e.dimKeys = append(e.dimKeys, buf[start:len(buf):len(buf)])
+		}
+		e.dimKeys = e.dimKeyArr[:0]
+		if model {
+			dimKey(pLogMod, r.Model)
+		}
+		if code {
+			dimKey(pLogErr, r.ErrorCode)
+		}
+		start := len(buf)
+		buf = binary.AppendUvarint(buf, uint64(len(r.KeyID)))
+		buf = append(append(buf, r.KeyID...), e.idxVal...)
+		e.dimVal = buf[start:len(buf):len(buf)]
+	}
 	// A ref with a NUL byte is not indexed: Ref queries cannot name it.
 	if validID(r.RequestID) {
 		e.refKeys = append(e.refKeys, appendID(logRefPrefix(r.RequestID), 0))
@@ -319,6 +355,9 @@ func settleKeys(e *entry, r *store.LogRow) {
 
 func setRowID(e *entry, id uint64) {
 	for _, k := range e.idxKeys {
+		putID(k, id)
+	}
+	for _, k := range e.dimKeys {
 		putID(k, id)
 	}
 	for _, k := range e.refKeys {
@@ -707,6 +746,11 @@ func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
 	}
 	for _, k := range e.idxKeys {
 		if err := txn.Set(k, e.idxVal); err != nil {
+			return err
+		}
+	}
+	for _, k := range e.dimKeys {
+		if err := txn.Set(k, e.dimVal); err != nil {
 			return err
 		}
 	}
