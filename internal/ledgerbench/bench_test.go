@@ -25,7 +25,7 @@ func TestRunSmall(t *testing.T) {
 	if rep.TotalRows != 10_000+2*2*500 { // the seeded rows and the chat-path rows
 		t.Errorf("total rows %d", rep.TotalRows)
 	}
-	if len(rep.Reads) != 10 || len(rep.Chat) != 2 {
+	if len(rep.Reads) != 12 || len(rep.Chat) != 2 {
 		t.Fatalf("reads %d, chat %d", len(rep.Reads), len(rep.Chat))
 	}
 	for _, r := range rep.Reads {
