@@ -341,12 +341,11 @@ func encodeIndex(b []byte, r *store.LogRow) []byte {
 	return binary.AppendVarint(b, r.CachedTokens)
 }
 
-// dimValue is the value of a per-value index entry: the row's key id (so a
-// key-scoped page can use it), then the index value.
-func dimValue(keyID string, idxVal []byte) []byte {
-	e := enc{make([]byte, 0, 1+len(keyID)+len(idxVal))}
-	e.str(keyID)
-	return append(e.b, idxVal...)
+// appendDimValue appends the value of a per-value index entry: the row's
+// key id (so a key-scoped page can use it), then the index value.
+func appendDimValue(b []byte, keyID string, idxVal []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(keyID)))
+	return append(append(b, keyID...), idxVal...)
 }
 
 // dimParts splits a per-value index value.

@@ -515,7 +515,7 @@ func (s *Store) indexLogValues() error {
 					if !ok {
 						return nil
 					}
-					dv := dimValue(string(key), v)
+					dv := appendDimValue(nil, string(key), v)
 					for _, d := range [2]struct {
 						prefix string
 						value  []byte

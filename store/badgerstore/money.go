@@ -340,8 +340,7 @@ func settleKeys(e *entry, r *store.LogRow) {
 			dimKey(pLogErr, r.ErrorCode)
 		}
 		start := len(buf)
-		buf = binary.AppendUvarint(buf, uint64(len(r.KeyID)))
-		buf = append(append(buf, r.KeyID...), e.idxVal...)
+		buf = appendDimValue(buf, r.KeyID, e.idxVal)
 		e.dimVal = buf[start:len(buf):len(buf)]
 	}
 	// A ref with a NUL byte is not indexed: Ref queries cannot name it.
