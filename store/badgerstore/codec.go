@@ -18,7 +18,7 @@ import (
 
 const (
 	vRow     = 1
-	vHold    = 1
+	vHold    = 2 // 1: without TaskID
 	vKey     = 1
 	vAccount = 1
 )
@@ -390,7 +390,7 @@ func indexTotals(rest []byte) (cost money.Nano, in, out, cached int64, ok bool) 
 }
 
 func encodeHold(h *store.Hold) []byte {
-	e := enc{make([]byte, 0, 64+len(h.ID)+len(h.AccountID)+len(h.KeyID)+len(h.KeyName)+len(h.Model))}
+	e := enc{make([]byte, 0, 64+len(h.ID)+len(h.AccountID)+len(h.KeyID)+len(h.KeyName)+len(h.Model)+len(h.TaskID))}
 	e.byte(vHold)
 	e.str(h.ID)
 	e.str(h.AccountID)
@@ -401,15 +401,22 @@ func encodeHold(h *store.Hold) []byte {
 	e.str(h.UnitType)
 	e.int(int64(h.Amount))
 	e.time(h.SubmittedAt)
+	e.str(h.TaskID)
 	return e.b
 }
 
 func decodeHold(v []byte) (store.Hold, error) {
 	d := dec{s: string(v)}
-	d.version(vHold)
+	ver := d.byte()
+	if ver != 1 && ver != vHold {
+		d.fail()
+	}
 	h := store.Hold{
 		ID: d.str(), AccountID: d.str(), KeyID: d.str(), KeyName: d.str(), KeyPrefix: d.str(),
 		Model: d.str(), UnitType: d.str(), Amount: money.Nano(d.int()), SubmittedAt: d.time(),
+	}
+	if ver >= 2 {
+		h.TaskID = d.str()
 	}
 	return h, d.done()
 }

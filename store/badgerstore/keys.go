@@ -15,25 +15,30 @@ import (
 // is followed by more key parts ends with sep, which ids may not contain.
 // docs/store.md describes the same layout for operators.
 const (
-	pAccount = "acct/"    // acct/{account}                          -> account
-	pWallet  = "wallet/"  // wallet/{account}                        -> balance(8) held(8)
-	pLedger  = "ledger/"  // ledger/{account}\x00{id:8}              -> ledger entry (JSON)
-	pHold    = "hold/"    // hold/{hold}                             -> hold
-	pKey     = "key/"     // key/{key}                               -> key
-	pKeyHash = "keyh/"    // keyh/{sha256}                           -> key id
-	pKeyAcct = "keyacct/" // keyacct/{account}\x00{key}              -> empty
-	pKeyUse  = "keyuse/"  // keyuse/{key}                            -> charged total(8)
-	pLog     = "log/"     // log/{id:8}                              -> log row
-	pLogAcct = "logacct/" // logacct/{account}\x00{ts:12}{id:8}      -> index value
-	pLogKey  = "logkey/"  // logkey/{account}\x00{key}\x00{ts:12}{id:8} -> index value
-	pLogRef  = "logref/"  // logref/{request or task id}\x00{id:8}   -> empty
-	pModel   = "model/"   // model/{model}                           -> model (JSON)
-	pSeq     = "seq/"     // seq/log, seq/ledger                     -> badger.Sequence state
-	pMeta    = "meta/"    // meta/journal, meta/logdims              -> last journal record applied(8); empty
-	pKeyUsed = "keyused/" // keyused/{key}                           -> last use, time(12)
-	pIdem    = "idem/"    // idem/{account}\x00{idempotency key}     -> idempotency record
-	pLogMod  = "logmod/"  // logmod/{account}\x00{model}\x00{ts:12}{id:8} -> key id, index value
-	pLogErr  = "logerr/"  // logerr/{account}\x00{code}\x00{ts:12}{id:8}  -> key id, index value
+	pAccount  = "acct/"     // acct/{account}                          -> account
+	pWallet   = "wallet/"   // wallet/{account}                        -> balance(8) held(8)
+	pLedger   = "ledger/"   // ledger/{account}\x00{id:8}              -> ledger entry (JSON)
+	pHold     = "hold/"     // hold/{hold}                             -> hold
+	pKey      = "key/"      // key/{key}                               -> key
+	pKeyHash  = "keyh/"     // keyh/{sha256}                           -> key id
+	pKeyAcct  = "keyacct/"  // keyacct/{account}\x00{key}              -> empty
+	pKeyUse   = "keyuse/"   // keyuse/{key}                            -> charged total(8)
+	pLog      = "log/"      // log/{id:8}                              -> log row
+	pLogAcct  = "logacct/"  // logacct/{account}\x00{ts:12}{id:8}      -> index value
+	pLogKey   = "logkey/"   // logkey/{account}\x00{key}\x00{ts:12}{id:8} -> index value
+	pLogRef   = "logref/"   // logref/{request or task id}\x00{id:8}   -> empty
+	pModel    = "model/"    // model/{model}                           -> model (JSON)
+	pSeq      = "seq/"      // seq/log, seq/ledger                     -> badger.Sequence state
+	pMeta     = "meta/"     // meta/journal, meta/logdims              -> last journal record applied(8); empty
+	pKeyUsed  = "keyused/"  // keyused/{key}                           -> last use, time(12)
+	pIdem     = "idem/"     // idem/{account}\x00{idempotency key}     -> idempotency record
+	pLogMod   = "logmod/"   // logmod/{account}\x00{model}\x00{ts:12}{id:8} -> key id, index value
+	pLogErr   = "logerr/"   // logerr/{account}\x00{code}\x00{ts:12}{id:8}  -> key id, index value
+	pTask     = "task/"     // task/{task}                                   -> task (JSON, without job and body)
+	pTaskJob  = "taskjob/"  // taskjob/{task}                                -> the job as the plugin gets it
+	pTaskBody = "taskbody/" // taskbody/{task}                               -> the result body
+	pTaskAcct = "taskacct/" // taskacct/{account}\x00{family}\x00{ts:12}{task} -> empty: newest-first lists
+	pTaskOpen = "taskopen/" // taskopen/{account}\x00{task}                   -> empty: unfinished tasks
 )
 
 const sep = 0x00

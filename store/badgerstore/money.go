@@ -30,6 +30,7 @@ const (
 	kindSettle  byte = 's'
 	kindAccount byte = 'a'
 	kindCredit  byte = 'c'
+	kindFinish  byte = 'f' // a settlement that also ends its task (tasks.go)
 )
 
 // defaultApplyDelay is how long moves gather before Badger gets them: a
@@ -78,6 +79,9 @@ type entry struct {
 	acctVal   []byte
 	ledger    []byte // ledger entry (JSON) under ledgerID
 	ledgID    uint64
+	taskID    string // kindFinish: the task ended, its record and result body
+	taskVal   []byte
+	taskBody  []byte
 }
 
 func newBooks(delay time.Duration) *books {
@@ -648,7 +652,7 @@ func (s *Store) commitEntries(es []*entry) error {
 	}
 	settled := map[string]bool{}
 	for _, e := range es {
-		if e.kind == kindSettle && placed[e.holdID] {
+		if (e.kind == kindSettle || e.kind == kindFinish) && placed[e.holdID] {
 			settled[e.holdID] = true
 		}
 	}
@@ -678,6 +682,11 @@ func (s *Store) commitEntries(es []*entry) error {
 			}
 		case kindSettle:
 			err = s.writeSettlement(txn, e, placed[e.holdID], wallet, keyUse)
+		case kindFinish:
+			err = s.writeSettlement(txn, e, placed[e.holdID], wallet, keyUse)
+			if err == nil {
+				err = writeFinish(txn, e)
+			}
 		case kindAccount:
 			wallets[e.account] = &store.Wallet{AccountID: e.account, Balance: e.amount}
 			err = txn.Set(accountKey(e.account), e.acctVal)
@@ -773,11 +782,14 @@ func replayEntry(r record) (*entry, error) {
 		}
 		e.account, e.amount, e.holdID, e.holdVal = h.AccountID, h.Amount, h.ID, r.payload
 		return e, nil
-	case kindSettle:
+	case kindSettle, kindFinish:
 		e.holdID, e.account, e.keyID = d.str(), d.str(), d.str()
 		e.amount, e.charge = money.Nano(d.int()), money.Nano(d.int())
 		id := d.uint()
 		e.rowVal = d.bytes()
+		if r.kind == kindFinish {
+			e.taskID, e.taskVal, e.taskBody = d.str(), d.bytes(), d.bytes()
+		}
 		if err := d.done(); err != nil {
 			return nil, err
 		}

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("scan logs", func(t *testing.T) { t.Parallel(); testScanLogs(t, open(t)) })
 	t.Run("cancelled context", func(t *testing.T) { t.Parallel(); testCancelled(t, open(t)) })
 	t.Run("closed", func(t *testing.T) { t.Parallel(); testClosed(t, open(t)) })
+	t.Run("tasks", func(t *testing.T) { RunTasks(t, open) })
 }
 
 // t0 is the suite's clock origin; every time is UTC and whole or

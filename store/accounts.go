@@ -1,0 +1,46 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+)
+
+// Account statuses.
+const (
+	AccountActive   = "active"
+	AccountDisabled = "disabled"
+)
+
+// Account is one customer: one wallet, many keys.
+type Account struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Status    string    `json:"status"` // AccountActive or AccountDisabled
+	CreatedAt time.Time `json:"created_at"`
+	// Per-account overrides of the global limits; 0 means "use the config".
+	RPM         int `json:"rpm,omitempty"`
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// LedgerEntry is one change of a balance that is not a request settlement:
+// a sign-up credit, a top-up, an admin correction.
+type LedgerEntry struct {
+	ID        uint64     `json:"id"`
+	AccountID string     `json:"account_id"`
+	Amount    money.Nano `json:"amount"`
+	Note      string     `json:"note"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// Accounts is the role of accounts (organizations) and their ledgers.
+type Accounts interface {
+	// CreateAccount writes the account, its wallet and, when
+	// initialCredit != 0, a ledger entry with note, in one step.
+	CreateAccount(ctx context.Context, a Account, initialCredit money.Nano, note string) error
+	GetAccount(ctx context.Context, id string) (Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+	UpdateAccount(ctx context.Context, a Account) error
+	ListLedger(ctx context.Context, accountID string) ([]LedgerEntry, error)
+}
