@@ -53,7 +53,7 @@ proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative \
-		--go-grpc_out=. --go-grpc_opt=paths=source_relative proto/vendorplugin/v1/vendor.proto
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative proto/vendorplugin/v1/vendor.proto proto/vendorplugin/v1/jobs.proto
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$'); \

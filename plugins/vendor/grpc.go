@@ -31,9 +31,9 @@ var Handshake = plugin.HandshakeConfig{
 // PluginName is the name the vendor service is dispensed under.
 const PluginName = "vendor"
 
-// MaxMessage is the largest gRPC message either side accepts (chat bodies
-// may be 32 MB).
-const MaxMessage = 64 << 20
+// MaxMessage is the largest gRPC message either side accepts: chat bodies
+// may be 32 MB, an image edit's uploads 95 MB.
+const MaxMessage = 128 << 20
 
 // GRPCPlugin connects go-plugin to the Vendor interface.
 type GRPCPlugin struct {
@@ -46,6 +46,9 @@ type GRPCPlugin struct {
 // GRPCServer registers the plugin's implementation.
 func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	vendorv1.RegisterVendorServer(s, &grpcServer{impl: p.Impl, dp: &dataPlaneServer{impl: p.Impl}})
+	if j, ok := p.Impl.(Jobs); ok {
+		vendorv1.RegisterJobsServer(s, &jobsServer{impl: j})
+	}
 	return nil
 }
 
@@ -53,7 +56,7 @@ func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 // when it offers one, else over gRPC. Close it (io.Closer) when the
 // plugin is gone.
 func (p *GRPCPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	gc := &grpcClient{c: vendorv1.NewVendorClient(c)}
+	gc := &grpcClient{c: vendorv1.NewVendorClient(c), jobsClient: jobsClient{c: vendorv1.NewJobsClient(c)}}
 	if p.DisableDataPlane {
 		return gc, nil
 	}
@@ -102,7 +105,8 @@ func (s *grpcServer) Describe(ctx context.Context, _ *vendorv1.DescribeRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &vendorv1.DescribeResponse{Name: d.Name, Protocols: d.Protocols, Families: d.Families, Version: d.Version}, nil
+	return &vendorv1.DescribeResponse{Name: d.Name, Protocols: d.Protocols, Families: d.Families, Version: d.Version,
+		FamilySpecs: toProtoSpecs(d.Specs)}, nil
 }
 
 func (s *grpcServer) Configure(ctx context.Context, req *vendorv1.ConfigureRequest) (*vendorv1.ConfigureResponse, error) {
@@ -165,10 +169,12 @@ func (s *grpcServer) ChatStream(req *vendorv1.ChatRequest, stream vendorv1.Vendo
 	return err
 }
 
-// grpcClient is the host side: a Vendor whose calls go to the plugin.
+// grpcClient is the host side: a Vendor (and Jobs) whose calls go to the
+// plugin.
 type grpcClient struct {
 	c  vendorv1.VendorClient
 	dp *dataPlaneClient // nil: Chat and ChatStream go over gRPC
+	jobsClient
 }
 
 // cancelCall tells the plugin to end a data plane call, in the background:
@@ -220,7 +226,8 @@ func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
 	if err != nil {
 		return Description{}, err
 	}
-	return Description{Name: r.GetName(), Protocols: r.GetProtocols(), Families: r.GetFamilies(), Version: r.GetVersion()}, nil
+	return Description{Name: r.GetName(), Protocols: r.GetProtocols(), Families: r.GetFamilies(), Version: r.GetVersion(),
+		Specs: fromProtoSpecs(r.GetFamilySpecs())}, nil
 }
 
 func (c *grpcClient) Configure(ctx context.Context, cfg Config) error {
@@ -323,6 +330,7 @@ func fromProtoFailure(f *vendorv1.Failure) *Failure {
 
 var (
 	_ Vendor                = (*grpcClient)(nil)
+	_ Jobs                  = (*grpcClient)(nil)
 	_ vendorv1.VendorServer = (*grpcServer)(nil)
 	_ plugin.GRPCPlugin     = (*GRPCPlugin)(nil)
 )

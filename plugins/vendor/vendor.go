@@ -15,6 +15,9 @@ type Description struct {
 	Protocols []string // protocol ids it can speak upstream
 	Families  []string
 	Version   string
+	// Specs are the endpoint families it serves through Jobs, with their
+	// routes: the gateway builds its route table from them.
+	Specs []FamilySpec
 }
 
 // Channel is one upstream the operator configured for this vendor.

@@ -130,9 +130,12 @@ type DescribeResponse struct {
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Protocol ids the plugin can speak upstream: openai_chat,
 	// anthropic_messages, openai_responses, gemini_native.
-	Protocols     []string `protobuf:"bytes,2,rep,name=protocols,proto3" json:"protocols,omitempty"`
-	Families      []string `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
-	Version       string   `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	Protocols []string `protobuf:"bytes,2,rep,name=protocols,proto3" json:"protocols,omitempty"`
+	Families  []string `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
+	Version   string   `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The endpoint families the plugin serves through the Jobs service
+	// (jobs.proto), with their routes.
+	FamilySpecs   []*FamilySpec `protobuf:"bytes,5,rep,name=family_specs,json=familySpecs,proto3" json:"family_specs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -195,6 +198,323 @@ func (x *DescribeResponse) GetVersion() string {
 	return ""
 }
 
+func (x *DescribeResponse) GetFamilySpecs() []*FamilySpec {
+	if x != nil {
+		return x.FamilySpecs
+	}
+	return nil
+}
+
+// FamilySpec is a family's contract as the gateway needs it. Each family's
+// rules package defines it once; every plugin of the family returns it.
+type FamilySpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The family id (image, video, music, speech, ...), as models and
+	// channels name it.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// unit_type of the family's log rows: image, video, music, audio...
+	UnitType string `protobuf:"bytes,2,opt,name=unit_type,json=unitType,proto3" json:"unit_type,omitempty"`
+	// The price field a unit is priced with: per_image, per_second,
+	// per_character, per_call, per_generation.
+	PriceUnit string `protobuf:"bytes,3,opt,name=price_unit,json=priceUnit,proto3" json:"price_unit,omitempty"`
+	// Prefix of the gateway's task ids: img_, vid_, mus_, tts_...
+	TaskPrefix string         `protobuf:"bytes,4,opt,name=task_prefix,json=taskPrefix,proto3" json:"task_prefix,omitempty"`
+	Routes     []*FamilyRoute `protobuf:"bytes,5,rep,name=routes,proto3" json:"routes,omitempty"`
+	// Status words the client sees for the gateway's task states (queued,
+	// running, succeeded, failed, cancelled, expired), where they differ.
+	StatusWords map[string]string `protobuf:"bytes,6,rep,name=status_words,json=statusWords,proto3" json:"status_words,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The HTTP status of a poll while the task runs (202 for images).
+	InFlightStatus int32 `protobuf:"varint,7,opt,name=in_flight_status,json=inFlightStatus,proto3" json:"in_flight_status,omitempty"`
+	// "task": list items are task summaries (the image list); "poll": list
+	// items are poll bodies.
+	ListItem         string `protobuf:"bytes,8,opt,name=list_item,json=listItem,proto3" json:"list_item,omitempty"`
+	ListLimitDefault int32  `protobuf:"varint,9,opt,name=list_limit_default,json=listLimitDefault,proto3" json:"list_limit_default,omitempty"`
+	ListLimitMax     int32  `protobuf:"varint,10,opt,name=list_limit_max,json=listLimitMax,proto3" json:"list_limit_max,omitempty"`
+	// Milliseconds: the longest a task may run; one upstream attempt of a
+	// synchronous call; a synchronous call across attempts.
+	MaxRuntimeMs     int64 `protobuf:"varint,11,opt,name=max_runtime_ms,json=maxRuntimeMs,proto3" json:"max_runtime_ms,omitempty"`
+	AttemptTimeoutMs int64 `protobuf:"varint,12,opt,name=attempt_timeout_ms,json=attemptTimeoutMs,proto3" json:"attempt_timeout_ms,omitempty"`
+	CallTimeoutMs    int64 `protobuf:"varint,13,opt,name=call_timeout_ms,json=callTimeoutMs,proto3" json:"call_timeout_ms,omitempty"`
+	// A synchronous answer slower than this keeps the connection with
+	// whitespace under a 200 status (errors rule 6); 0 never.
+	KeepaliveAfterMs int64 `protobuf:"varint,14,opt,name=keepalive_after_ms,json=keepaliveAfterMs,proto3" json:"keepalive_after_ms,omitempty"`
+	// How long hosted result files are kept.
+	RetentionMs int64 `protobuf:"varint,15,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	// A task cut by a gateway restart polls on (true) or fails, refunded in
+	// full (false: the images rule).
+	ResumeAfterRestart bool `protobuf:"varint,16,opt,name=resume_after_restart,json=resumeAfterRestart,proto3" json:"resume_after_restart,omitempty"`
+	// The request may omit model: the first model of the family serves.
+	ModelOptional bool `protobuf:"varint,17,opt,name=model_optional,json=modelOptional,proto3" json:"model_optional,omitempty"`
+	// A list's date-form "to" excludes that day (the images list).
+	ListToExcludesDay bool `protobuf:"varint,18,opt,name=list_to_excludes_day,json=listToExcludesDay,proto3" json:"list_to_excludes_day,omitempty"`
+	// The status filter values a list accepts (besides "all").
+	ListStatuses  []string `protobuf:"bytes,19,rep,name=list_statuses,json=listStatuses,proto3" json:"list_statuses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FamilySpec) Reset() {
+	*x = FamilySpec{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FamilySpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FamilySpec) ProtoMessage() {}
+
+func (x *FamilySpec) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FamilySpec.ProtoReflect.Descriptor instead.
+func (*FamilySpec) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FamilySpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetUnitType() string {
+	if x != nil {
+		return x.UnitType
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetPriceUnit() string {
+	if x != nil {
+		return x.PriceUnit
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetTaskPrefix() string {
+	if x != nil {
+		return x.TaskPrefix
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetRoutes() []*FamilyRoute {
+	if x != nil {
+		return x.Routes
+	}
+	return nil
+}
+
+func (x *FamilySpec) GetStatusWords() map[string]string {
+	if x != nil {
+		return x.StatusWords
+	}
+	return nil
+}
+
+func (x *FamilySpec) GetInFlightStatus() int32 {
+	if x != nil {
+		return x.InFlightStatus
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetListItem() string {
+	if x != nil {
+		return x.ListItem
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetListLimitDefault() int32 {
+	if x != nil {
+		return x.ListLimitDefault
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetListLimitMax() int32 {
+	if x != nil {
+		return x.ListLimitMax
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetMaxRuntimeMs() int64 {
+	if x != nil {
+		return x.MaxRuntimeMs
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetAttemptTimeoutMs() int64 {
+	if x != nil {
+		return x.AttemptTimeoutMs
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetCallTimeoutMs() int64 {
+	if x != nil {
+		return x.CallTimeoutMs
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetKeepaliveAfterMs() int64 {
+	if x != nil {
+		return x.KeepaliveAfterMs
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetResumeAfterRestart() bool {
+	if x != nil {
+		return x.ResumeAfterRestart
+	}
+	return false
+}
+
+func (x *FamilySpec) GetModelOptional() bool {
+	if x != nil {
+		return x.ModelOptional
+	}
+	return false
+}
+
+func (x *FamilySpec) GetListToExcludesDay() bool {
+	if x != nil {
+		return x.ListToExcludesDay
+	}
+	return false
+}
+
+func (x *FamilySpec) GetListStatuses() []string {
+	if x != nil {
+		return x.ListStatuses
+	}
+	return nil
+}
+
+type FamilyRoute struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Method string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	// A path pattern: /v1/images/generations, /v1/images/generations/{id}.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// create, poll or list.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The operation a create runs (generations, edits), named to the plugin
+	// and in list items.
+	Operation string `protobuf:"bytes,4,opt,name=operation,proto3" json:"operation,omitempty"`
+	// Accepts multipart/form-data as well as JSON.
+	Multipart bool  `protobuf:"varint,5,opt,name=multipart,proto3" json:"multipart,omitempty"`
+	MaxBody   int64 `protobuf:"varint,6,opt,name=max_body,json=maxBody,proto3" json:"max_body,omitempty"`
+	// "": synchronous only; "field": async when the body's async is true;
+	// "always": every create is a task.
+	Async         string `protobuf:"bytes,7,opt,name=async,proto3" json:"async,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FamilyRoute) Reset() {
+	*x = FamilyRoute{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FamilyRoute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FamilyRoute) ProtoMessage() {}
+
+func (x *FamilyRoute) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FamilyRoute.ProtoReflect.Descriptor instead.
+func (*FamilyRoute) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FamilyRoute) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetMultipart() bool {
+	if x != nil {
+		return x.Multipart
+	}
+	return false
+}
+
+func (x *FamilyRoute) GetMaxBody() int64 {
+	if x != nil {
+		return x.MaxBody
+	}
+	return 0
+}
+
+func (x *FamilyRoute) GetAsync() string {
+	if x != nil {
+		return x.Async
+	}
+	return ""
+}
+
 type Channel struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -209,7 +529,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[2]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +541,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[2]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +554,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{2}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Channel) GetName() string {
@@ -283,7 +603,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +615,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +628,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ConfigureRequest) GetChannels() []*Channel {
@@ -333,7 +653,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +665,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +678,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
 }
 
 type ChatRequest struct {
@@ -392,7 +712,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +724,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +737,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ChatRequest) GetChannel() string {
@@ -513,7 +833,7 @@ type CancelCallRequest struct {
 
 func (x *CancelCallRequest) Reset() {
 	*x = CancelCallRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +845,7 @@ func (x *CancelCallRequest) String() string {
 func (*CancelCallRequest) ProtoMessage() {}
 
 func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +858,7 @@ func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelCallRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelCallRequest) GetCallId() uint64 {
@@ -556,7 +876,7 @@ type CancelCallResponse struct {
 
 func (x *CancelCallResponse) Reset() {
 	*x = CancelCallResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +888,7 @@ func (x *CancelCallResponse) String() string {
 func (*CancelCallResponse) ProtoMessage() {}
 
 func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +901,7 @@ func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelCallResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
 }
 
 type Failure struct {
@@ -594,7 +914,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +926,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +939,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Failure) GetKind() FailureKind {
@@ -651,7 +971,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +983,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +996,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ChatResponse) GetStatus() int32 {
@@ -719,7 +1039,7 @@ type Head struct {
 
 func (x *Head) Reset() {
 	*x = Head{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +1051,7 @@ func (x *Head) String() string {
 func (*Head) ProtoMessage() {}
 
 func (x *Head) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +1064,7 @@ func (x *Head) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Head.ProtoReflect.Descriptor instead.
 func (*Head) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Head) GetStatus() int32 {
@@ -780,7 +1100,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +1112,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +1125,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Event) GetEvent() string {
@@ -836,7 +1156,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1168,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1181,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamFrame) GetFrame() isStreamFrame_Frame {
@@ -930,7 +1250,7 @@ type OpenDataPlaneRequest struct {
 
 func (x *OpenDataPlaneRequest) Reset() {
 	*x = OpenDataPlaneRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1262,7 @@ func (x *OpenDataPlaneRequest) String() string {
 func (*OpenDataPlaneRequest) ProtoMessage() {}
 
 func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1275,7 @@ func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneRequest.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OpenDataPlaneRequest) GetVersions() []uint32 {
@@ -982,7 +1302,7 @@ type OpenDataPlaneResponse struct {
 
 func (x *OpenDataPlaneResponse) Reset() {
 	*x = OpenDataPlaneResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1314,7 @@ func (x *OpenDataPlaneResponse) String() string {
 func (*OpenDataPlaneResponse) ProtoMessage() {}
 
 func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1327,7 @@ func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneResponse.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OpenDataPlaneResponse) GetVersion() uint32 {
@@ -1064,7 +1384,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1396,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1409,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EventBatch) GetEvents() []*Event {
@@ -1104,12 +1424,48 @@ var File_proto_vendorplugin_v1_vendor_proto protoreflect.FileDescriptor
 const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\n" +
 	"\"proto/vendorplugin/v1/vendor.proto\x12\x12tollgate.vendor.v1\"\x11\n" +
-	"\x0fDescribeRequest\"z\n" +
+	"\x0fDescribeRequest\"\xbd\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tprotocols\x18\x02 \x03(\tR\tprotocols\x12\x1a\n" +
 	"\bfamilies\x18\x03 \x03(\tR\bfamilies\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\xf3\x01\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\x12A\n" +
+	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xe1\x06\n" +
+	"\n" +
+	"FamilySpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\tunit_type\x18\x02 \x01(\tR\bunitType\x12\x1d\n" +
+	"\n" +
+	"price_unit\x18\x03 \x01(\tR\tpriceUnit\x12\x1f\n" +
+	"\vtask_prefix\x18\x04 \x01(\tR\n" +
+	"taskPrefix\x127\n" +
+	"\x06routes\x18\x05 \x03(\v2\x1f.tollgate.vendor.v1.FamilyRouteR\x06routes\x12R\n" +
+	"\fstatus_words\x18\x06 \x03(\v2/.tollgate.vendor.v1.FamilySpec.StatusWordsEntryR\vstatusWords\x12(\n" +
+	"\x10in_flight_status\x18\a \x01(\x05R\x0einFlightStatus\x12\x1b\n" +
+	"\tlist_item\x18\b \x01(\tR\blistItem\x12,\n" +
+	"\x12list_limit_default\x18\t \x01(\x05R\x10listLimitDefault\x12$\n" +
+	"\x0elist_limit_max\x18\n" +
+	" \x01(\x05R\flistLimitMax\x12$\n" +
+	"\x0emax_runtime_ms\x18\v \x01(\x03R\fmaxRuntimeMs\x12,\n" +
+	"\x12attempt_timeout_ms\x18\f \x01(\x03R\x10attemptTimeoutMs\x12&\n" +
+	"\x0fcall_timeout_ms\x18\r \x01(\x03R\rcallTimeoutMs\x12,\n" +
+	"\x12keepalive_after_ms\x18\x0e \x01(\x03R\x10keepaliveAfterMs\x12!\n" +
+	"\fretention_ms\x18\x0f \x01(\x03R\vretentionMs\x120\n" +
+	"\x14resume_after_restart\x18\x10 \x01(\bR\x12resumeAfterRestart\x12%\n" +
+	"\x0emodel_optional\x18\x11 \x01(\bR\rmodelOptional\x12/\n" +
+	"\x14list_to_excludes_day\x18\x12 \x01(\bR\x11listToExcludesDay\x12#\n" +
+	"\rlist_statuses\x18\x13 \x03(\tR\flistStatuses\x1a>\n" +
+	"\x10StatusWordsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
+	"\vFamilyRoute\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1c\n" +
+	"\toperation\x18\x04 \x01(\tR\toperation\x12\x1c\n" +
+	"\tmultipart\x18\x05 \x01(\bR\tmultipart\x12\x19\n" +
+	"\bmax_body\x18\x06 \x01(\x03R\amaxBody\x12\x14\n" +
+	"\x05async\x18\a \x01(\tR\x05async\"\xf3\x01\n" +
 	"\aChannel\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x12\x17\n" +
@@ -1214,61 +1570,67 @@ func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(FailureKind)(0),              // 0: tollgate.vendor.v1.FailureKind
 	(*DescribeRequest)(nil),       // 1: tollgate.vendor.v1.DescribeRequest
 	(*DescribeResponse)(nil),      // 2: tollgate.vendor.v1.DescribeResponse
-	(*Channel)(nil),               // 3: tollgate.vendor.v1.Channel
-	(*ConfigureRequest)(nil),      // 4: tollgate.vendor.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 5: tollgate.vendor.v1.ConfigureResponse
-	(*ChatRequest)(nil),           // 6: tollgate.vendor.v1.ChatRequest
-	(*CancelCallRequest)(nil),     // 7: tollgate.vendor.v1.CancelCallRequest
-	(*CancelCallResponse)(nil),    // 8: tollgate.vendor.v1.CancelCallResponse
-	(*Failure)(nil),               // 9: tollgate.vendor.v1.Failure
-	(*ChatResponse)(nil),          // 10: tollgate.vendor.v1.ChatResponse
-	(*Head)(nil),                  // 11: tollgate.vendor.v1.Head
-	(*Event)(nil),                 // 12: tollgate.vendor.v1.Event
-	(*StreamFrame)(nil),           // 13: tollgate.vendor.v1.StreamFrame
-	(*OpenDataPlaneRequest)(nil),  // 14: tollgate.vendor.v1.OpenDataPlaneRequest
-	(*OpenDataPlaneResponse)(nil), // 15: tollgate.vendor.v1.OpenDataPlaneResponse
-	(*EventBatch)(nil),            // 16: tollgate.vendor.v1.EventBatch
-	nil,                           // 17: tollgate.vendor.v1.Channel.SettingsEntry
-	nil,                           // 18: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	nil,                           // 19: tollgate.vendor.v1.ChatRequest.HeadersEntry
-	nil,                           // 20: tollgate.vendor.v1.ChatResponse.HeadersEntry
-	nil,                           // 21: tollgate.vendor.v1.Head.HeadersEntry
+	(*FamilySpec)(nil),            // 3: tollgate.vendor.v1.FamilySpec
+	(*FamilyRoute)(nil),           // 4: tollgate.vendor.v1.FamilyRoute
+	(*Channel)(nil),               // 5: tollgate.vendor.v1.Channel
+	(*ConfigureRequest)(nil),      // 6: tollgate.vendor.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 7: tollgate.vendor.v1.ConfigureResponse
+	(*ChatRequest)(nil),           // 8: tollgate.vendor.v1.ChatRequest
+	(*CancelCallRequest)(nil),     // 9: tollgate.vendor.v1.CancelCallRequest
+	(*CancelCallResponse)(nil),    // 10: tollgate.vendor.v1.CancelCallResponse
+	(*Failure)(nil),               // 11: tollgate.vendor.v1.Failure
+	(*ChatResponse)(nil),          // 12: tollgate.vendor.v1.ChatResponse
+	(*Head)(nil),                  // 13: tollgate.vendor.v1.Head
+	(*Event)(nil),                 // 14: tollgate.vendor.v1.Event
+	(*StreamFrame)(nil),           // 15: tollgate.vendor.v1.StreamFrame
+	(*OpenDataPlaneRequest)(nil),  // 16: tollgate.vendor.v1.OpenDataPlaneRequest
+	(*OpenDataPlaneResponse)(nil), // 17: tollgate.vendor.v1.OpenDataPlaneResponse
+	(*EventBatch)(nil),            // 18: tollgate.vendor.v1.EventBatch
+	nil,                           // 19: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	nil,                           // 20: tollgate.vendor.v1.Channel.SettingsEntry
+	nil,                           // 21: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	nil,                           // 22: tollgate.vendor.v1.ChatRequest.HeadersEntry
+	nil,                           // 23: tollgate.vendor.v1.ChatResponse.HeadersEntry
+	nil,                           // 24: tollgate.vendor.v1.Head.HeadersEntry
 }
 var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
-	17, // 0: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
-	3,  // 1: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
-	18, // 2: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	19, // 3: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
-	0,  // 4: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
-	20, // 5: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
-	9,  // 6: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
-	21, // 7: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
-	11, // 8: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
-	12, // 9: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
-	9,  // 10: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
-	12, // 11: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
-	1,  // 12: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
-	4,  // 13: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
-	6,  // 14: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
-	6,  // 15: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
-	14, // 16: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
-	7,  // 17: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
-	2,  // 18: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
-	5,  // 19: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
-	10, // 20: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
-	13, // 21: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
-	15, // 22: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
-	8,  // 23: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
-	18, // [18:24] is the sub-list for method output_type
-	12, // [12:18] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 0: tollgate.vendor.v1.DescribeResponse.family_specs:type_name -> tollgate.vendor.v1.FamilySpec
+	4,  // 1: tollgate.vendor.v1.FamilySpec.routes:type_name -> tollgate.vendor.v1.FamilyRoute
+	19, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	20, // 3: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
+	5,  // 4: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
+	21, // 5: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	22, // 6: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
+	0,  // 7: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
+	23, // 8: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
+	11, // 9: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
+	24, // 10: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
+	13, // 11: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
+	14, // 12: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
+	11, // 13: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
+	14, // 14: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
+	1,  // 15: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
+	6,  // 16: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
+	8,  // 17: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
+	8,  // 18: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
+	16, // 19: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
+	9,  // 20: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
+	2,  // 21: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
+	7,  // 22: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
+	12, // 23: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
+	15, // 24: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
+	17, // 25: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
+	10, // 26: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_vendor_proto_init() }
@@ -1276,7 +1638,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 	if File_proto_vendorplugin_v1_vendor_proto != nil {
 		return
 	}
-	file_proto_vendorplugin_v1_vendor_proto_msgTypes[12].OneofWrappers = []any{
+	file_proto_vendorplugin_v1_vendor_proto_msgTypes[14].OneofWrappers = []any{
 		(*StreamFrame_Head)(nil),
 		(*StreamFrame_Event)(nil),
 		(*StreamFrame_Failure)(nil),
@@ -1287,7 +1649,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

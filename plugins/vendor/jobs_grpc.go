@@ -1,0 +1,260 @@
+package vendor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	vendorv1 "github.com/tollgate-gw/tollgate/proto/vendorplugin/v1"
+)
+
+// ErrNoJobs is what the Jobs methods of a plugin that serves no family
+// return (the plugin answered codes.Unimplemented).
+var ErrNoJobs = errors.New("vendor: the plugin serves no endpoint family")
+
+// jobsServer is the plugin side of the Jobs service.
+type jobsServer struct {
+	vendorv1.UnimplementedJobsServer
+	impl Jobs
+}
+
+func (s *jobsServer) Validate(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.JobPlan, error) {
+	p, err := s.impl.Validate(ctx, fromProtoJob(req))
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, status.Error(codes.Internal, "Validate returned no plan")
+	}
+	return &vendorv1.JobPlan{Hold: toProtoUnits(p.Hold), Error: toProtoJobError(p.Error), UpstreamJob: p.UpstreamJob}, nil
+}
+
+func (s *jobsServer) outcome(o *JobOutcome, err error) (*vendorv1.JobOutcome, error) {
+	var f *Failure
+	if errors.As(err, &f) {
+		return &vendorv1.JobOutcome{Failure: toProtoFailure(f)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o == nil {
+		return nil, status.Error(codes.Internal, "the plugin returned no outcome")
+	}
+	return toProtoOutcome(o), nil
+}
+
+func (s *jobsServer) Run(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.JobOutcome, error) {
+	return s.outcome(s.impl.Run(ctx, fromProtoJob(req)))
+}
+
+func (s *jobsServer) Submit(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.JobOutcome, error) {
+	return s.outcome(s.impl.Submit(ctx, fromProtoJob(req)))
+}
+
+func (s *jobsServer) Poll(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.JobOutcome, error) {
+	return s.outcome(s.impl.Poll(ctx, fromProtoJob(req)))
+}
+
+func (s *jobsServer) Cancel(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.CancelReply, error) {
+	err := s.impl.Cancel(ctx, fromProtoJob(req))
+	var f *Failure
+	if errors.As(err, &f) {
+		return &vendorv1.CancelReply{Failure: toProtoFailure(f)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &vendorv1.CancelReply{}, nil
+}
+
+// jobsClient is the host side of the Jobs service.
+type jobsClient struct {
+	c vendorv1.JobsClient
+}
+
+func jobsErr(err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return ErrNoJobs
+	}
+	return err
+}
+
+func (c jobsClient) Validate(ctx context.Context, req *JobRequest) (*JobPlan, error) {
+	r, err := c.c.Validate(ctx, toProtoJob(req), maxCall...)
+	if err != nil {
+		return nil, jobsErr(err)
+	}
+	return &JobPlan{Hold: fromProtoUnits(r.GetHold()), Error: fromProtoJobError(r.GetError()), UpstreamJob: r.GetUpstreamJob()}, nil
+}
+
+func (c jobsClient) outcome(r *vendorv1.JobOutcome, err error) (*JobOutcome, error) {
+	if err != nil {
+		return nil, jobsErr(err)
+	}
+	if f := r.GetFailure(); f != nil {
+		return nil, fromProtoFailure(f)
+	}
+	return fromProtoOutcome(r), nil
+}
+
+func (c jobsClient) Run(ctx context.Context, req *JobRequest) (*JobOutcome, error) {
+	return c.outcome(c.c.Run(ctx, toProtoJob(req), maxCall...))
+}
+
+func (c jobsClient) Submit(ctx context.Context, req *JobRequest) (*JobOutcome, error) {
+	return c.outcome(c.c.Submit(ctx, toProtoJob(req), maxCall...))
+}
+
+func (c jobsClient) Poll(ctx context.Context, req *JobRequest) (*JobOutcome, error) {
+	return c.outcome(c.c.Poll(ctx, toProtoJob(req), maxCall...))
+}
+
+func (c jobsClient) Cancel(ctx context.Context, req *JobRequest) error {
+	r, err := c.c.Cancel(ctx, toProtoJob(req), maxCall...)
+	if err != nil {
+		return jobsErr(err)
+	}
+	if f := r.GetFailure(); f != nil {
+		return fromProtoFailure(f)
+	}
+	return nil
+}
+
+func toProtoJob(r *JobRequest) *vendorv1.JobRequest {
+	p := &vendorv1.JobRequest{
+		Family: r.Family, Operation: r.Operation, Channel: r.Channel, Body: r.Body, Async: r.Async,
+		UpstreamRef: r.UpstreamRef, RequestId: r.RequestID, TimeoutMs: r.Timeout.Milliseconds(),
+		Model: &vendorv1.JobModel{Id: r.Model.ID, Upstream: r.Model.Upstream, Settings: r.Model.Settings, Tiers: r.Model.Tiers},
+	}
+	for _, f := range r.Files {
+		p.Files = append(p.Files, &vendorv1.JobFile{Field: f.Field, Filename: f.Filename, ContentType: f.ContentType, Data: f.Data})
+	}
+	return p
+}
+
+func fromProtoJob(p *vendorv1.JobRequest) *JobRequest {
+	m := p.GetModel()
+	r := &JobRequest{
+		Family: p.GetFamily(), Operation: p.GetOperation(), Channel: p.GetChannel(), Body: p.GetBody(),
+		Async: p.GetAsync(), UpstreamRef: p.GetUpstreamRef(), RequestID: p.GetRequestId(),
+		Timeout: time.Duration(p.GetTimeoutMs()) * time.Millisecond,
+		Model:   JobModel{ID: m.GetId(), Upstream: m.GetUpstream(), Settings: m.GetSettings(), Tiers: m.GetTiers()},
+	}
+	for _, f := range p.GetFiles() {
+		r.Files = append(r.Files, JobFile{Field: f.GetField(), Filename: f.GetFilename(), ContentType: f.GetContentType(), Data: f.GetData()})
+	}
+	return r
+}
+
+func toProtoUnits(us []Units) []*vendorv1.Units {
+	out := make([]*vendorv1.Units, len(us))
+	for i, u := range us {
+		out[i] = &vendorv1.Units{Tier: u.Tier, Count: u.Count}
+	}
+	return out
+}
+
+func fromProtoUnits(us []*vendorv1.Units) []Units {
+	if len(us) == 0 {
+		return nil
+	}
+	out := make([]Units, len(us))
+	for i, u := range us {
+		out[i] = Units{Tier: u.GetTier(), Count: u.GetCount()}
+	}
+	return out
+}
+
+func toProtoJobError(e *JobError) *vendorv1.JobError {
+	if e == nil {
+		return nil
+	}
+	return &vendorv1.JobError{Status: int32(e.Status), Code: e.Code, Message: e.Message}
+}
+
+func fromProtoJobError(e *vendorv1.JobError) *JobError {
+	if e == nil {
+		return nil
+	}
+	return &JobError{Status: int(e.GetStatus()), Code: e.GetCode(), Message: e.GetMessage()}
+}
+
+func toProtoOutcome(o *JobOutcome) *vendorv1.JobOutcome {
+	p := &vendorv1.JobOutcome{
+		State: vendorv1.JobState(o.State), UpstreamRef: o.UpstreamRef, PollAfterMs: o.PollAfter.Milliseconds(),
+		Units: toProtoUnits(o.Units), Status: int32(o.Status), Headers: o.Headers, Body: o.Body,
+		Urls: o.URLs, ExpiresSlot: o.ExpiresSlot, Error: toProtoJobError(o.Error),
+	}
+	for _, f := range o.Files {
+		p.Files = append(p.Files, &vendorv1.ResultFile{Slot: f.Slot, ContentType: f.ContentType, Name: f.Name, Data: f.Data})
+	}
+	return p
+}
+
+func fromProtoOutcome(p *vendorv1.JobOutcome) *JobOutcome {
+	o := &JobOutcome{
+		State: JobState(p.GetState()), UpstreamRef: p.GetUpstreamRef(),
+		PollAfter: time.Duration(p.GetPollAfterMs()) * time.Millisecond, Units: fromProtoUnits(p.GetUnits()),
+		Status: int(p.GetStatus()), Headers: p.GetHeaders(), Body: p.GetBody(), URLs: p.GetUrls(),
+		ExpiresSlot: p.GetExpiresSlot(), Error: fromProtoJobError(p.GetError()),
+	}
+	for _, f := range p.GetFiles() {
+		o.Files = append(o.Files, ResultFile{Slot: f.GetSlot(), ContentType: f.GetContentType(), Name: f.GetName(), Data: f.GetData()})
+	}
+	return o
+}
+
+func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
+	out := make([]*vendorv1.FamilySpec, len(ss))
+	for i, s := range ss {
+		p := &vendorv1.FamilySpec{
+			Name: s.Name, UnitType: s.UnitType, PriceUnit: s.PriceUnit, TaskPrefix: s.TaskPrefix,
+			StatusWords: s.StatusWords, InFlightStatus: int32(s.InFlightStatus), ListItem: s.ListItem,
+			ListLimitDefault: int32(s.ListLimitDefault), ListLimitMax: int32(s.ListLimitMax),
+			MaxRuntimeMs: s.MaxRuntime.Milliseconds(), AttemptTimeoutMs: s.AttemptTimeout.Milliseconds(),
+			CallTimeoutMs: s.CallTimeout.Milliseconds(), KeepaliveAfterMs: s.KeepAliveAfter.Milliseconds(),
+			RetentionMs: s.Retention.Milliseconds(), ResumeAfterRestart: s.ResumeAfterRestart,
+			ModelOptional: s.ModelOptional, ListToExcludesDay: s.ListToExcludesDay, ListStatuses: s.ListStatuses,
+		}
+		for _, r := range s.Routes {
+			p.Routes = append(p.Routes, &vendorv1.FamilyRoute{Method: r.Method, Path: r.Path, Kind: r.Kind,
+				Operation: r.Operation, Multipart: r.Multipart, MaxBody: r.MaxBody, Async: r.Async})
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
+	if len(ps) == 0 {
+		return nil
+	}
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	out := make([]FamilySpec, len(ps))
+	for i, p := range ps {
+		s := FamilySpec{
+			Name: p.GetName(), UnitType: p.GetUnitType(), PriceUnit: p.GetPriceUnit(), TaskPrefix: p.GetTaskPrefix(),
+			StatusWords: p.GetStatusWords(), InFlightStatus: int(p.GetInFlightStatus()), ListItem: p.GetListItem(),
+			ListLimitDefault: int(p.GetListLimitDefault()), ListLimitMax: int(p.GetListLimitMax()),
+			ListStatuses: p.GetListStatuses(), ListToExcludesDay: p.GetListToExcludesDay(),
+			MaxRuntime: ms(p.GetMaxRuntimeMs()), AttemptTimeout: ms(p.GetAttemptTimeoutMs()),
+			CallTimeout: ms(p.GetCallTimeoutMs()), KeepAliveAfter: ms(p.GetKeepaliveAfterMs()),
+			Retention: ms(p.GetRetentionMs()), ResumeAfterRestart: p.GetResumeAfterRestart(),
+			ModelOptional: p.GetModelOptional(),
+		}
+		for _, r := range p.GetRoutes() {
+			s.Routes = append(s.Routes, FamilyRoute{Method: r.GetMethod(), Path: r.GetPath(), Kind: r.GetKind(),
+				Operation: r.GetOperation(), Multipart: r.GetMultipart(), MaxBody: r.GetMaxBody(), Async: r.GetAsync()})
+		}
+		out[i] = s
+	}
+	return out
+}
+
+var (
+	_ Jobs                = jobsClient{}
+	_ vendorv1.JobsServer = (*jobsServer)(nil)
+)
