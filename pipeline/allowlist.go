@@ -25,6 +25,9 @@ func newAllowlist(d *Deps, _ map[string]string) (Stage, error) {
 func (s *allowlistStage) Name() string { return "allowlist" }
 
 func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
+	if c.Job != nil {
+		return s.admitJob(c)
+	}
 	if c.BodyErr != nil {
 		return c.BodyErr
 	}

@@ -168,7 +168,7 @@ func newAuth(d *Deps, _ map[string]string) (Stage, error) {
 func (s *authStage) Name() string { return "auth" }
 
 func (s *authStage) Serve(ctx context.Context, c *Call) error {
-	forms := AllForms
+	forms := c.Forms
 	if c.Protocol == protocol.GeminiNative {
 		forms = GoogleForms
 	}
@@ -177,7 +177,9 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		return err
 	}
 	c.Key, c.Account = k, acct
-	s.auth.Used(ctx, k)
+	if !c.Quiet {
+		s.auth.Used(ctx, k)
+	}
 	if c.Billed {
 		w, err := s.store.GetWallet(ctx, acct.ID)
 		if err != nil {
@@ -188,7 +190,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 			return QuotaError()
 		}
 	}
-	if s.limits != nil {
+	if s.limits != nil && !c.Uncounted {
 		release, lerr := s.limits.Acquire(acct.ID, acct.RPM, acct.Concurrency)
 		if lerr != nil {
 			return lerr

@@ -94,7 +94,7 @@ func (w *discardWriter) WriteHeader(int)             {}
 func (w *discardWriter) Flush()                      {}
 
 type benchGateway struct {
-	chain  *Chain
+	chain  *Chains
 	stages map[string]Stage
 	raw    string
 }
@@ -126,7 +126,7 @@ func newBenchGateway(b *testing.B) *benchGateway {
 	if g.chain, err = Build(reg, d, nil, nil); err != nil {
 		b.Fatal(err)
 	}
-	for _, s := range g.chain.stages {
+	for _, s := range g.chain.all.stages {
 		g.stages[s.Name()] = s
 	}
 	return g
@@ -145,7 +145,7 @@ func (g *benchGateway) call(p protocol.ID, path string, body []byte) *Call {
 
 // upTo runs the stages before name on c.
 func (g *benchGateway) upTo(b *testing.B, c *Call, name string) {
-	for _, s := range g.chain.stages {
+	for _, s := range g.chain.all.stages {
 		if s.Name() == name {
 			return
 		}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -17,11 +18,25 @@ import (
 type Call struct {
 	ID       string      // request id: x-gateway-trace, x-request-id, the log row's request_id
 	Start    time.Time   // when the request reached the gateway
+	Kind     Kind        // chat, job or read: which chain the call runs
 	Protocol protocol.ID // the client's protocol: decides the error shape
 	Billed   bool        // billed endpoint: 402 at auth when the balance is 0 or below
 	Request  *http.Request
 	W        *ResponseWriter
 	Body     []byte // the client body, read once
+
+	// How the route authenticates: the key forms it accepts, whether the
+	// account's rpm and concurrency limits count the call (Uncounted: the
+	// logs API has its own), and whether the call leaves the key's last
+	// use alone (Quiet: balance, catalog).
+	Forms     KeyForms
+	Uncounted bool
+	Quiet     bool
+	// Handler answers a read call; the dispatch stage runs it.
+	Handler func(ctx context.Context, c *Call) error
+
+	// Job is the media part of a job call (job.go).
+	Job *Job
 	// BodyErr is why the body could not be read (too large, cut off); the
 	// call is refused with it after authentication, so it is logged.
 	BodyErr error
@@ -74,6 +89,8 @@ type Call struct {
 
 	// Err is the error the client saw; nil on success.
 	Err *apierr.Error
+	// finishErr is what ending a task in the store answered.
+	finishErr error
 
 	deferred []func()
 }
@@ -91,9 +108,20 @@ func (c *Call) fail(err error) {
 // it after the response has started).
 func (c *Call) Fail(err error) { c.fail(err) }
 
-// renderError writes c.Err unless the response has already started.
+// renderError writes c.Err unless the response has already started. A
+// response kept alive with whitespace gets the error as its body (errors
+// rule 6: the status is already 200).
 func (c *Call) renderError() {
-	if c.W == nil || c.W.Started() {
+	if c.W == nil {
+		return
+	}
+	if c.W.keptAlive {
+		c.response = nil
+		c.W.endKeepAlive()
+		_, _ = c.W.Write(apierr.Body(c.Protocol, c.Err))
+		return
+	}
+	if c.W.Started() {
 		return
 	}
 	c.response = nil
@@ -115,6 +143,13 @@ func (c *Call) Respond(status int, header http.Header, body []byte) {
 
 func (c *Call) flushResponse() {
 	r := c.response
+	if r != nil && c.W != nil && c.W.keptAlive {
+		// The status went out long ago; the answer is the body.
+		c.response = nil
+		c.W.endKeepAlive()
+		_, _ = c.W.Write(r.body)
+		return
+	}
 	if r == nil || c.W == nil || c.W.Started() {
 		return
 	}
@@ -138,6 +173,10 @@ type ResponseWriter struct {
 	written int64
 	failed  bool     // a write to the client failed: it went away
 	capture *capture // records the answer for idempotent replay; nil = off
+	// keptAlive: a slow synchronous answer went out as 200 with
+	// whitespace; the body follows (job.go).
+	keptAlive bool
+	stopAlive func()
 }
 
 // NewResponseWriter wraps w.

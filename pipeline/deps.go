@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,9 +18,28 @@ type Deps struct {
 	Config  *config.Config
 	Store   store.Store
 	Vendors map[string]vendor.Vendor // by plugin name
-	Logger  hclog.Logger
-	Now     func() time.Time
-	Limits  *ratelimit.Account // account rpm and concurrency; nil = unlimited
-	Health  *Health            // channel circuit breakers
-	Auth    *Authenticator
+	// Jobs are the plugins serving endpoint families, by plugin name.
+	Jobs   map[string]vendor.Jobs
+	Logger hclog.Logger
+	Now    func() time.Time
+	Limits *ratelimit.Account // account rpm and concurrency; nil = unlimited
+	Health *Health            // channel circuit breakers
+	Auth   *Authenticator
+	// Files hosts the results of jobs; Tasks takes the async ones.
+	Files FileHost
+	Tasks TaskOwner
+}
+
+// FileHost keeps a job's result file and hands out a signed, expiring
+// link to it under base.
+type FileHost interface {
+	Host(ctx context.Context, owner string, f vendor.ResultFile, retention time.Duration, base string) (url string, expires time.Time, err error)
+}
+
+// TaskOwner is the task engine as the pipeline sees it: the instance's
+// name and lease for new tasks, and the hand-over of a task once written.
+type TaskOwner interface {
+	Owner() string
+	Lease() time.Duration
+	Adopt(t store.Task, first *vendor.JobOutcome)
 }

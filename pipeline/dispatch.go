@@ -32,6 +32,10 @@ const (
 // change the status and a failure just ends the stream.
 type dispatchStage struct {
 	vendors map[string]vendor.Vendor
+	jobs    map[string]vendor.Jobs
+	store   store.Store
+	files   FileHost
+	tasks   TaskOwner
 	health  *Health
 	now     func() time.Time
 	log     hclog.Logger
@@ -42,7 +46,8 @@ func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
 	if h == nil {
 		h = NewHealth(d.Now)
 	}
-	return &dispatchStage{vendors: d.Vendors, health: h, now: d.Now, log: d.Logger.Named("dispatch")}, nil
+	return &dispatchStage{vendors: d.Vendors, jobs: d.Jobs, store: d.Store, files: d.Files, tasks: d.Tasks,
+		health: h, now: d.Now, log: d.Logger.Named("dispatch")}, nil
 }
 
 func (s *dispatchStage) Name() string { return "dispatch" }
@@ -56,6 +61,12 @@ const (
 )
 
 func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
+	switch {
+	case c.Kind == KindRead:
+		return c.Handler(ctx, c)
+	case c.Job != nil:
+		return s.serveJob(ctx, c)
+	}
 	r := c.Route
 	modelTimeout := c.Model.Timeout
 	if modelTimeout <= 0 {

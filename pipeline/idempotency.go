@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -119,7 +121,8 @@ func (s *idempotencyStage) finish(ctx context.Context, c *Call, account, key str
 	now := s.now()
 	rec := mine
 	rec.CreatedAt, rec.ExpiresAt = now, now.Add(idemRetention)
-	if cp.over {
+	if cp.over || c.Job != nil && c.Job.Inline {
+		// An answer with its result inline (base64 images) is not kept.
 		rec.State = store.IdemTooLarge
 	} else {
 		rec.State, rec.Status, rec.Header, rec.Body = store.IdemDone, w.Status(), cp.header, cp.body
@@ -130,15 +133,46 @@ func (s *idempotencyStage) finish(ctx context.Context, c *Call, account, key str
 }
 
 // fingerprint identifies the request: method, path (the model of a
-// generate-content call is in it) and body.
+// generate-content call is in it) and the body as JSON, canonical (key
+// order and spacing do not matter); a multipart body by its text fields and
+// each file's SHA-256, so a retry with a new boundary is the same request.
 func fingerprint(c *Call) []byte {
 	h := sha256.New()
 	h.Write([]byte(c.Request.Method))
 	h.Write([]byte{0})
 	h.Write([]byte(c.Request.URL.Path))
 	h.Write([]byte{0})
-	h.Write(c.Body)
+	body := c.Body
+	if c.Job != nil && c.Job.Body != nil {
+		body = c.Job.Body
+	}
+	h.Write(canonicalJSON(body))
+	if c.Job != nil {
+		for _, f := range c.Job.Files {
+			sum := sha256.Sum256(f.Data)
+			h.Write([]byte{0})
+			h.Write([]byte(f.Field))
+			h.Write([]byte{0})
+			h.Write(sum[:])
+		}
+	}
 	return h.Sum(nil)
+}
+
+// canonicalJSON re-encodes a JSON body with sorted keys and no spacing;
+// a body that is not JSON is used as it is.
+func canonicalJSON(b []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // capture records an answer as the client gets it, up to limit bytes.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,13 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 	}
 	if c.Status == "" {
 		c.Status = rowStatus(c)
+	}
+	if j := c.Job; j != nil && j.Task != nil {
+		if j.Accepted && !store.TaskTerminal(j.Task.Status) {
+			return // the task owns the hold; it writes its row when it ends
+		}
+		s.finishTask(ctx, c)
+		return
 	}
 	row := s.row(c)
 	st := store.Settlement{Charge: c.Charge, Row: row}
@@ -89,18 +97,68 @@ func (s *logStage) row(c *Call) *store.LogRow {
 		n := c.UpstreamCalls
 		r.AttemptsCount = &n
 	}
+	if j := c.Job; j != nil {
+		r.UnitType = j.Spec.UnitType
+		n := unitCount(j.Units)
+		if c.Err != nil || !c.Served {
+			n = 0
+		}
+		r.UnitCount = &n
+		r.TaskID = j.TaskID
+		if c.Err == nil && c.Served {
+			r.ResultURLs = j.URLs
+			r.ResultExpiresAt = j.ExpiresAt
+		}
+	}
 	r.Tech = techView(c)
 	return r
+}
+
+// finishTask ends a job's task in the same store step as its settlement
+// and row: an accepted task at its terminal state, or a task whose submit
+// failed (never shown to the client: it is hidden).
+func (s *logStage) finishTask(ctx context.Context, c *Call) {
+	j := c.Job
+	t := *j.Task
+	if !store.TaskTerminal(t.Status) {
+		t.Status, t.Hidden, t.CompletedAt = store.TaskFailed, true, s.now()
+		t.Result = &store.TaskResult{}
+		if c.Err != nil {
+			t.Result.HTTPStatus, t.Result.Body = c.Err.Status, apierr.Body(c.Protocol, c.Err)
+			t.Result.ErrorCode, t.Result.ErrorMessage = c.Err.Code, c.Err.Message
+		}
+	}
+	row := s.row(c)
+	row.TaskID = t.ID
+	t.Result.Cost = c.Charge
+	t.Result.Units = *row.UnitCount
+	err := s.store.FinishTask(context.WithoutCancel(ctx), t, store.Settlement{HoldID: t.HoldID, Charge: c.Charge, Row: row})
+	switch {
+	case err == nil:
+		c.Row = row
+		*j.Task = t
+	case errors.Is(err, store.ErrLeaseLost):
+		s.log.Warn("a task ended elsewhere first; nothing changed", "task_id", t.ID)
+	default:
+		s.log.Error("ending a task failed; its hold stays open", "task_id", t.ID, "error", err)
+	}
+	c.finishErr = err
+	if err != nil && c.Err == nil && c.response != nil {
+		c.Err = apierr.Internal(err)
+		c.renderError()
+	}
 }
 
 // techView is the row's technical detail (GET /v1/logs/{id}).
 func techView(c *Call) *store.TechView {
 	t := &store.TechView{Request: []store.KV{}, Upstream: []store.KV{}, Gateway: []store.KV{}}
-	t.Request = append(t.Request,
-		store.KV{K: "protocol", V: string(c.Protocol)},
-		store.KV{K: "stream", V: strconv.FormatBool(c.Stream)},
-		store.KV{K: "body_bytes", V: strconv.Itoa(len(c.Body))},
-	)
+	if c.Job == nil {
+		t.Request = append(t.Request,
+			store.KV{K: "protocol", V: string(c.Protocol)},
+			store.KV{K: "stream", V: strconv.FormatBool(c.Stream)},
+		)
+	}
+	t.Request = append(t.Request, store.KV{K: "body_bytes", V: strconv.Itoa(len(c.Body))})
 	if c.Req.MaxTokens > 0 {
 		t.Request = append(t.Request, store.KV{K: "max_tokens", V: strconv.FormatInt(c.Req.MaxTokens, 10)})
 	}
@@ -121,6 +179,22 @@ func techView(c *Call) *store.TechView {
 	}
 	if c.Hold != nil {
 		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: c.Hold.Amount.String()})
+	}
+	if j := c.Job; j != nil {
+		t.Kind = techKind(j.Spec.UnitType)
+		t.Request = append(t.Request, store.KV{K: "operation", V: j.Route.Operation}, store.KV{K: "async", V: strconv.FormatBool(j.Async)})
+		if len(j.Files) > 0 {
+			t.Request = append(t.Request, store.KV{K: "files", V: strconv.Itoa(len(j.Files))})
+		}
+		if c.Channel != "" {
+			t.Upstream = append(t.Upstream, store.KV{K: "channel", V: c.Channel})
+		}
+		if j.Task != nil && j.Task.UpstreamRef != "" {
+			t.Upstream = append(t.Upstream, store.KV{K: "job", V: j.Task.UpstreamRef})
+		}
+		if j.Plan != nil && len(j.Plan.Hold) > 0 {
+			t.Gateway = append(t.Gateway, store.KV{K: "held_units", V: strconv.FormatInt(unitCount(j.Plan.Hold), 10)})
+		}
 	}
 	if c.Served && !c.Usage.Reported {
 		t.Gateway = append(t.Gateway, store.KV{K: "usage", V: "estimated"})

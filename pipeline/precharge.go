@@ -7,6 +7,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -18,15 +19,19 @@ const holdOutputCap = 32768
 // are omitted (then the on-wire value is raised to the model ceiling).
 type prechargeStage struct {
 	store store.Store
+	jobs  map[string]vendor.Jobs
 }
 
 func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
-	return &prechargeStage{store: d.Store}, nil
+	return &prechargeStage{store: d.Store, jobs: d.Jobs}, nil
 }
 
 func (s *prechargeStage) Name() string { return "precharge" }
 
 func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
+	if c.Job != nil {
+		return s.holdJob(ctx, c)
+	}
 	m := c.Model
 	c.Estimated = c.Req.InputEstimate()
 	if c.Req.MaxTokens > 0 {
@@ -49,10 +54,33 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 		Amount:      amount,
 		SubmittedAt: c.Start,
 	}
+	return s.place(ctx, c, h, "input estimate plus max tokens", "lower max_tokens or top up")
+}
+
+// holdJob holds what a job's planned units cost; an async job's hold
+// names its task, which owns it from the moment the task is written.
+func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
+	amount, err := s.planJob(ctx, c)
+	if err != nil {
+		return err
+	}
+	j := c.Job
+	if j.Async {
+		j.TaskID = newTaskID(j.Spec.TaskPrefix)
+	}
+	h := store.Hold{
+		ID: c.ID, AccountID: c.Account.ID, KeyID: c.Key.ID, KeyName: c.Key.Name, KeyPrefix: c.Key.Prefix,
+		Model: c.Model.ID, UnitType: j.Spec.UnitType, Amount: amount, SubmittedAt: c.Start, TaskID: j.TaskID,
+	}
+	return s.place(ctx, c, h, "its units at the model's price", "top up")
+}
+
+// place reserves h, or refuses the call with 402.
+func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what, fix string) error {
 	w, err := s.store.PlaceHold(ctx, h)
 	if errors.Is(err, store.ErrInsufficient) {
-		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost up to "+amount.String()+
-			" credits (input estimate plus max tokens), more than the account's available balance; lower max_tokens or top up")
+		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost up to "+h.Amount.String()+
+			" credits ("+what+"), more than the account's available balance; "+fix)
 	}
 	if err != nil {
 		return apierr.Internal(err)

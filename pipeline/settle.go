@@ -25,6 +25,13 @@ func (s settleStage) Serve(ctx context.Context, c *Call) error {
 
 func (settleStage) Finish(_ context.Context, c *Call) {
 	c.Status = rowStatus(c)
+	if c.Job != nil {
+		// A job is charged what it delivered, never more than it held.
+		if c.Err == nil && c.Served {
+			c.Charge = jobCharge(c)
+		}
+		return
+	}
 	if c.Model == nil || !c.Served {
 		return
 	}
@@ -47,8 +54,14 @@ func (settleStage) Finish(_ context.Context, c *Call) {
 // or a gateway timeout, error for an upstream failure, rejected for a call
 // the gateway refused before reaching an upstream.
 func rowStatus(c *Call) string {
+	if c.Job != nil && c.Job.Interrupted {
+		return store.StatusInterrupted // a task a restart cut: no error code
+	}
 	if c.Err == nil {
 		return store.StatusSuccess
+	}
+	if c.Job != nil && c.Job.Rejected {
+		return store.StatusRejected // the upstream refused the submit
 	}
 	switch c.Err.Code {
 	case apierr.ClientClosed, apierr.UpstreamTimeout:

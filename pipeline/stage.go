@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +24,50 @@ type Stage interface {
 // answered by an idempotent replay (c.ReplayOf).
 type Finisher interface {
 	Finish(ctx context.Context, c *Call)
+}
+
+// Kind is what a route does, and so which stages its calls run through:
+// a chat call, a media job, or a read (models, balance, logs, polls,
+// lists, the knowledge base) that bills nothing.
+type Kind string
+
+const (
+	KindChat Kind = "chat"
+	KindJob  Kind = "job"
+	KindRead Kind = "read"
+)
+
+// Kinds lists every kind of call.
+var Kinds = []Kind{KindChat, KindJob, KindRead}
+
+// KindsOf is implemented by a stage that serves only some kinds of call.
+// A stage without it serves the billed kinds (chat and job): an
+// integrator's guard sees every call that can cost money.
+type KindsOf interface {
+	Kinds() []Kind
+}
+
+// builtinKinds are the kinds each built-in stage serves: reads are
+// authenticated and answered, nothing else.
+var builtinKinds = map[string][]Kind{
+	"auth":        Kinds,
+	"allowlist":   {KindChat, KindJob},
+	"idempotency": {KindChat, KindJob},
+	"precharge":   {KindChat, KindJob},
+	"translate":   {KindChat},
+	"dispatch":    Kinds,
+	"settle":      {KindChat, KindJob},
+	"log":         {KindChat, KindJob},
+}
+
+func kindsOf(s Stage) []Kind {
+	if k, ok := s.(KindsOf); ok {
+		return k.Kinds()
+	}
+	if ks, ok := builtinKinds[s.Name()]; ok {
+		return ks
+	}
+	return []Kind{KindChat, KindJob}
 }
 
 // Factory builds a stage from the gateway's dependencies. It validates its
@@ -83,8 +128,50 @@ type Chain struct {
 	log    hclog.Logger
 }
 
-// Build compiles the chain in the given order (DefaultOrder when empty).
-func Build(reg *Registry, d *Deps, order []string, settings map[string]map[string]string) (*Chain, error) {
+// Chains are the compiled chain of each kind of call: the configured
+// order, each kind keeping the stages that serve it. Auth, limits, money,
+// idempotency and the log row are thus the same stage objects for every
+// route.
+type Chains struct {
+	all    *Chain
+	byKind map[Kind]*Chain
+}
+
+// For returns the chain of one kind of call.
+func (cs *Chains) For(k Kind) *Chain { return cs.byKind[k] }
+
+// Stages returns the configured stage names in order.
+func (cs *Chains) Stages() []string { return cs.all.Stages() }
+
+// Run takes c through the chain of its kind (chat when unset).
+func (cs *Chains) Run(ctx context.Context, c *Call) {
+	k := c.Kind
+	if k == "" {
+		k = KindChat
+	}
+	cs.byKind[k].Run(ctx, c)
+}
+
+// Build compiles the chains in the given order (DefaultOrder when empty).
+func Build(reg *Registry, d *Deps, order []string, settings map[string]map[string]string) (*Chains, error) {
+	ch, err := build(reg, d, order, settings)
+	if err != nil {
+		return nil, err
+	}
+	cs := &Chains{all: ch, byKind: map[Kind]*Chain{}}
+	for _, k := range Kinds {
+		kc := &Chain{log: ch.log}
+		for _, s := range ch.stages {
+			if slices.Contains(kindsOf(s), k) {
+				kc.stages = append(kc.stages, s)
+			}
+		}
+		cs.byKind[k] = kc
+	}
+	return cs, nil
+}
+
+func build(reg *Registry, d *Deps, order []string, settings map[string]map[string]string) (*Chain, error) {
 	if len(order) == 0 {
 		order = DefaultOrder
 	}
@@ -133,6 +220,27 @@ func (ch *Chain) Stages() []string {
 		out[i] = s.Name()
 	}
 	return out
+}
+
+// runAfter takes a call that was dispatched elsewhere (a task that ended)
+// through the stages that follow the named one: settle and log run again
+// at the terminal state, as for any call.
+func (ch *Chain) runAfter(ctx context.Context, name string, c *Call) {
+	i := slices.IndexFunc(ch.stages, func(s Stage) bool { return s.Name() == name })
+	for _, s := range ch.stages[i+1:] {
+		if c.Err == nil {
+			if err := s.Serve(ctx, c); err != nil {
+				c.fail(err)
+			}
+			continue
+		}
+		if f, ok := s.(Finisher); ok {
+			f.Finish(ctx, c)
+		}
+	}
+	for i := len(c.deferred) - 1; i >= 0; i-- {
+		c.deferred[i]()
+	}
 }
 
 // Run takes the call through the chain. Errors are rendered right away

@@ -4,6 +4,7 @@ package config
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,10 @@ type Server struct {
 	Durability string
 	// TLS, when set, serves HTTPS for Domain with automatic certificates.
 	TLS *TLS
+	// PublicURL is the base of the links the gateway hands out for files
+	// it hosts (https://gw.example.com); empty means https:// and the TLS
+	// domain when TLS is on, else the request's own host.
+	PublicURL string
 }
 
 // TLS is the `server { tls {} }` block.
@@ -127,9 +132,26 @@ type Model struct {
 	// the gateway's default (120s).
 	IdleTimeout time.Duration
 	Caps        Caps
+
+	// Media models (family other than chat).
+	// Grid makes an image model fixed-grid: it always returns Grid images
+	// and holds max(n, Grid).
+	Grid int
+	// IgnoreSize: the image model takes no size (the aspect ratio goes in
+	// the prompt).
+	IgnoreSize bool
+	// KeepAliveAfter replaces the family's wait before a synchronous
+	// answer is kept alive with whitespace (tests shorten it).
+	KeepAliveAfter time.Duration
+	// MaxDuration is the hold, in seconds, of a per-second model called
+	// without a duration.
+	MaxDuration int
+	// Settings are further family settings handed to the plugin.
+	Settings map[string]string
 }
 
-// Price is a model's `price {}` block. Token prices are per million tokens.
+// Price is a model's `price {}` block. Token prices are per million tokens;
+// media prices are per one unit.
 type Price struct {
 	Input         money.Nano
 	Output        money.Nano
@@ -140,6 +162,77 @@ type Price struct {
 	PerCall       money.Nano
 	PerCharacter  money.Nano
 	PerGeneration money.Nano
+	// PerImageHD prices an image above AreaThresholdMP megapixels (a
+	// decimal string, e.g. "2.61") on an area-priced model.
+	PerImageHD      money.Nano
+	AreaThresholdMP string
+	// PerSecondByResolution prices a per-second model by tier (fast,
+	// standard, max).
+	PerSecondByResolution map[string]money.Nano
+}
+
+// Unit returns the price of one unit of kind priceUnit (per_image,
+// per_second, per_character, per_call, per_generation) at tier ("" is the
+// base price), and whether the model prices it.
+func (p *Price) Unit(priceUnit, tier string) (money.Nano, bool) {
+	if tier != "" {
+		switch {
+		case priceUnit == "per_image" && tier == "hd" && p.PerImageHD > 0:
+			return p.PerImageHD, true
+		case priceUnit == "per_second":
+			n, ok := p.PerSecondByResolution[tier]
+			return n, ok
+		}
+		return 0, false
+	}
+	switch priceUnit {
+	case "per_image":
+		return p.PerImage, true
+	case "per_second":
+		return p.PerSecond, true
+	case "per_character":
+		return p.PerCharacter, true
+	case "per_call":
+		return p.PerCall, true
+	case "per_generation":
+		return p.PerGeneration, true
+	}
+	return 0, false
+}
+
+// Tiers lists the price tiers the model has besides the base one.
+func (p *Price) Tiers() []string {
+	var out []string
+	if p.PerImageHD > 0 {
+		out = append(out, "hd")
+	}
+	for t := range p.PerSecondByResolution {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FamilySettings are the settings a family plugin gets for the model: the
+// model block's media attributes and its settings map.
+func (m *Model) FamilySettings() map[string]string {
+	out := make(map[string]string, len(m.Settings)+4)
+	for k, v := range m.Settings {
+		out[k] = v
+	}
+	if m.Grid > 0 {
+		out["grid"] = strconv.Itoa(m.Grid)
+	}
+	if m.IgnoreSize {
+		out["ignore_size"] = "true"
+	}
+	if m.Price.AreaThresholdMP != "" {
+		out["area_threshold_mp"] = m.Price.AreaThresholdMP
+	}
+	if m.MaxDuration > 0 {
+		out["max_duration"] = strconv.Itoa(m.MaxDuration)
+	}
+	return out
 }
 
 // Caps is a model's `caps {}` block.

@@ -247,7 +247,7 @@ func (d *decoder) label(b *hcl.Block, typ string, seen map[string]hcl.Range) boo
 var serverSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "listen"}, {Name: "admin_token"}, {Name: "master_key"},
-		{Name: "allow_private_urls"}, {Name: "durability"},
+		{Name: "allow_private_urls"}, {Name: "durability"}, {Name: "public_url"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -271,6 +271,10 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 		if s.Durability != "" && s.Durability != DurabilityStrict {
 			d.errorf(a.Expr.Range(), where, "durability: unknown value %q (want \"\" or %q)", s.Durability, DurabilityStrict)
 		}
+	}
+	if a := c.Attributes["public_url"]; a != nil && d.str(a, where, &s.PublicURL) && s.PublicURL != "" {
+		d.checkURL(a, where, "public_url", s.PublicURL)
+		s.PublicURL = strings.TrimRight(s.PublicURL, "/")
 	}
 	for i, tb := range c.Blocks {
 		if i > 0 {
@@ -388,6 +392,8 @@ var modelSchema = &hcl.BodySchema{
 		{Name: "owned_by"}, {Name: "family"}, {Name: "aliases"},
 		{Name: "default_max_tokens"}, {Name: "max_output_tokens"},
 		{Name: "translate_from"}, {Name: "timeout"}, {Name: "idle_timeout"},
+		{Name: "grid"}, {Name: "ignore_size"}, {Name: "keepalive_after"}, {Name: "max_duration"},
+		{Name: "settings"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "price"}, {Type: "caps"}},
 }
@@ -429,6 +435,11 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 		}
 	}
 	d.duration(c.Attributes["idle_timeout"], where, &m.IdleTimeout)
+	d.intMin(c.Attributes["grid"], where, 1, &m.Grid)
+	d.boolean(c.Attributes["ignore_size"], where, &m.IgnoreSize)
+	d.duration(c.Attributes["keepalive_after"], where, &m.KeepAliveAfter)
+	d.intMin(c.Attributes["max_duration"], where, 1, &m.MaxDuration)
+	m.Settings = d.strMap(c.Attributes["settings"], where)
 	var priceBlock, capsBlock *hcl.Block
 	for _, blk := range c.Blocks {
 		dst := &priceBlock
@@ -452,7 +463,7 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 
 var priceFields = []string{
 	"input", "output", "cached_input", "cache_write", "per_image",
-	"per_second", "per_call", "per_character", "per_generation",
+	"per_second", "per_call", "per_character", "per_generation", "per_image_hd",
 }
 
 var priceSchema = func() *hcl.BodySchema {
@@ -460,6 +471,8 @@ var priceSchema = func() *hcl.BodySchema {
 	for _, f := range priceFields {
 		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: f})
 	}
+	s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: "area_threshold_mp"},
+		hcl.AttributeSchema{Name: "per_second_by_resolution"})
 	return s
 }()
 
@@ -467,32 +480,56 @@ func (d *decoder) price(b *hcl.Block, where string, p *Price) {
 	c := d.content(b.Body, priceSchema, where)
 	dst := []*money.Nano{
 		&p.Input, &p.Output, &p.CachedInput, &p.CacheWrite, &p.PerImage,
-		&p.PerSecond, &p.PerCall, &p.PerCharacter, &p.PerGeneration,
+		&p.PerSecond, &p.PerCall, &p.PerCharacter, &p.PerGeneration, &p.PerImageHD,
 	}
 	for i, f := range priceFields {
-		a := c.Attributes[f]
-		if a == nil {
-			continue
+		if a := c.Attributes[f]; a != nil {
+			d.priceValue(a, where, f, dst[i])
 		}
-		v, ok := d.value(a, where)
-		if !ok {
-			continue
-		}
-		if v.Type() != cty.String {
-			d.errorf(a.Expr.Range(), where, "%s: write a price as a decimal string, e.g. %s = \"0.15\" (got %s; numbers are not exact)", f, f, v.Type().FriendlyName())
-			continue
-		}
-		n, err := money.Parse(v.AsString())
-		if err != nil {
-			d.errorf(a.Expr.Range(), where, "%s: %v", f, err)
-			continue
-		}
-		if n < 0 {
-			d.errorf(a.Expr.Range(), where, "%s: price %q must not be negative", f, v.AsString())
-			continue
-		}
-		*dst[i] = n
 	}
+	if a := c.Attributes["area_threshold_mp"]; a != nil && d.str(a, where, &p.AreaThresholdMP) {
+		if n, err := money.Parse(p.AreaThresholdMP); err != nil || n <= 0 {
+			d.errorf(a.Expr.Range(), where, "area_threshold_mp: want a positive decimal number of megapixels such as \"2.61\", got %q", p.AreaThresholdMP)
+		}
+		if p.PerImageHD == 0 {
+			d.errorf(a.Expr.Range(), where, "area_threshold_mp needs per_image_hd: the price of an image above the threshold")
+		}
+	}
+	if a := c.Attributes["per_second_by_resolution"]; a != nil {
+		for tier, raw := range d.strMap(a, where) {
+			n, err := money.Parse(raw)
+			if err != nil || n < 0 {
+				d.errorf(a.Expr.Range(), where, "per_second_by_resolution: %s: want a non-negative decimal string, got %q", tier, raw)
+				continue
+			}
+			if p.PerSecondByResolution == nil {
+				p.PerSecondByResolution = map[string]money.Nano{}
+			}
+			p.PerSecondByResolution[tier] = n
+		}
+	}
+}
+
+// priceValue reads one price: a non-negative decimal string.
+func (d *decoder) priceValue(a *hcl.Attribute, where, f string, dst *money.Nano) {
+	v, ok := d.value(a, where)
+	if !ok {
+		return
+	}
+	if v.Type() != cty.String {
+		d.errorf(a.Expr.Range(), where, "%s: write a price as a decimal string, e.g. %s = \"0.15\" (got %s; numbers are not exact)", f, f, v.Type().FriendlyName())
+		return
+	}
+	n, err := money.Parse(v.AsString())
+	if err != nil {
+		d.errorf(a.Expr.Range(), where, "%s: %v", f, err)
+		return
+	}
+	if n < 0 {
+		d.errorf(a.Expr.Range(), where, "%s: price %q must not be negative", f, v.AsString())
+		return
+	}
+	*dst = n
 }
 
 var capsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "tools"}, {Name: "reasoning"}, {Name: "vision"}}}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,43 +18,32 @@ import (
 // serveCountTokens answers POST /v1/messages/count_tokens: free and fast.
 // A native messages channel counts exactly; otherwise the answer is the
 // pre-charge estimate (bytes / 4 of messages, system and tools).
-func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+func (s *Server) countTokens(ctx context.Context, c *pipeline.Call) error {
 	const p = protocol.AnthropicMessages
-	k, _, release, ok := s.authenticateAs(w, r, pipeline.AllForms, true, p)
-	if !ok {
-		return
-	}
-	defer release()
+	k, w, r := c.Key, c.W, c.Request
 	if err := pipeline.CheckAnthropicVersion(r.Header.Get("anthropic-version")); err != nil {
-		apierr.Write(w, p, apierr.As(err))
-		return
+		return err
 	}
 	body, aerr := readBody(w, r, MaxChatBody)
 	if aerr != nil {
-		apierr.Write(w, p, aerr)
-		return
+		return aerr
 	}
 	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
-		apierr.Write(w, p, apierr.New(apierr.InvalidRequest, "the body must be a JSON object"))
-		return
+		return apierr.New(apierr.InvalidRequest, "the body must be a JSON object")
 	}
 	modelID := gjson.GetBytes(body, "model").String()
 	if modelID == "" {
-		apierr.Write(w, p, apierr.New(apierr.InvalidRequest, "model: required"))
-		return
+		return apierr.New(apierr.InvalidRequest, "model: required")
 	}
 	if !gjson.GetBytes(body, "messages").IsArray() {
-		apierr.Write(w, p, apierr.New(apierr.InvalidRequest, "messages: required, an array"))
-		return
+		return apierr.New(apierr.InvalidRequest, "messages: required, an array")
 	}
 	m, found := s.cfg.Model(modelID)
 	if !found {
-		apierr.Write(w, p, apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", modelID))
-		return
+		return apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", modelID)
 	}
 	if !pipeline.Allowed(k, m) {
-		apierr.Write(w, p, apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", modelID))
-		return
+		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", modelID)
 	}
 	for _, ch := range s.cfg.ChannelsFor(m.ID) {
 		v := s.vendors[ch.Vendor]
@@ -65,7 +55,7 @@ func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			break
 		}
-		resp, err := v.Chat(r.Context(), &vendor.ChatRequest{
+		resp, err := v.Chat(ctx, &vendor.ChatRequest{
 			Channel: ch.Name, Protocol: string(p), Model: upstreamModel, Body: upBody,
 			Headers:   map[string]string{"anthropic-beta": r.Header.Get("anthropic-beta")},
 			RequestID: requestID(r), Operation: vendor.OpCountTokens,
@@ -73,7 +63,7 @@ func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 		if err == nil && resp.Status == http.StatusOK && gjson.GetBytes(resp.Body, "input_tokens").Exists() {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(resp.Body)
-			return
+			return nil
 		}
 		break // the estimate below answers when the native count fails
 	}
@@ -83,4 +73,5 @@ func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"input_tokens":` + strconv.Itoa((n+3)/4) + "}"))
+	return nil
 }

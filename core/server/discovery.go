@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -28,14 +29,10 @@ type modelEntry struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-// serveModels lists the registry, limited to the key's allowlist. Only
-// Bearer and x-api-key are accepted here; balance is not checked.
-func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
-	k, _, release, ok := s.authenticate(w, r, pipeline.HeaderForms, true)
-	if !ok {
-		return
-	}
-	defer release()
+// models lists the registry, limited to the key's allowlist. Only Bearer
+// and x-api-key are accepted here; balance is not checked.
+func (s *Server) models(_ context.Context, c *pipeline.Call) error {
+	k, w := c.Key, c.W
 	data := make([]modelEntry, 0, len(s.cfg.Models))
 	for i := range s.cfg.Models {
 		m := &s.cfg.Models[i]
@@ -44,25 +41,20 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return nil
 }
 
-// serveBalance answers what the key can still spend. Free, works at zero
+// balance answers what the key can still spend. Free, works at zero
 // balance, does not touch the key's last-used time.
-func (s *Server) serveBalance(w http.ResponseWriter, r *http.Request) {
-	k, acct, release, ok := s.authenticateQuietly(w, r, pipeline.AllForms, true, protocol.OpenAIChat)
-	if !ok {
-		return
-	}
-	defer release()
-	wallet, err := s.store.GetWallet(r.Context(), acct.ID)
+func (s *Server) balance(ctx context.Context, c *pipeline.Call) error {
+	k, w := c.Key, c.W
+	wallet, err := s.store.GetWallet(ctx, c.Account.ID)
 	if err != nil {
-		apierr.Write(w, protocol.OpenAIChat, apierr.Internal(err))
-		return
+		return apierr.Internal(err)
 	}
-	used, err := s.usage.get(r, k.ID)
+	used, err := s.usage.get(ctx, k.ID)
 	if err != nil {
-		apierr.Write(w, protocol.OpenAIChat, apierr.Internal(err))
-		return
+		return apierr.Internal(err)
 	}
 	remaining := max(wallet.Available(), 0)
 	var expires any
@@ -76,6 +68,7 @@ func (s *Server) serveBalance(w http.ResponseWriter, r *http.Request) {
 		"total_usd":     remaining + used,
 		"expires_at":    expires,
 	})
+	return nil
 }
 
 // usageCache keeps each key's cumulative spend for up to ttl (the spec lets
@@ -97,7 +90,7 @@ func newUsageCache(st store.Store, now func() time.Time, ttl time.Duration) *usa
 	return &usageCache{store: st, now: now, ttl: ttl, m: map[string]usageEntry{}}
 }
 
-func (u *usageCache) get(r *http.Request, keyID string) (money.Nano, error) {
+func (u *usageCache) get(ctx context.Context, keyID string) (money.Nano, error) {
 	now := u.now()
 	u.mu.Lock()
 	e, ok := u.m[keyID]
@@ -105,7 +98,7 @@ func (u *usageCache) get(r *http.Request, keyID string) (money.Nano, error) {
 	if ok && now.Sub(e.at) < u.ttl {
 		return e.used, nil
 	}
-	used, err := u.store.KeyUsage(r.Context(), keyID)
+	used, err := u.store.KeyUsage(ctx, keyID)
 	if err != nil {
 		return 0, err
 	}
@@ -118,16 +111,11 @@ func (u *usageCache) get(r *http.Request, keyID string) (money.Nano, error) {
 	return used, nil
 }
 
-// serveEmbeddings: embeddings are withdrawn; no model is available.
-func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
-	_, _, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
-	if !ok {
-		return
-	}
-	defer release()
+// embeddings: embeddings are withdrawn; no model is available.
+func (s *Server) embeddings(context.Context, *pipeline.Call) error {
 	e := apierr.New(apierr.ModelNotFound, "embeddings are withdrawn: no embedding model is available")
 	e.Status = http.StatusNotFound
-	apierr.Write(w, protocol.OpenAIChat, e)
+	return e
 }
 
 // catalogEntry is one model of GET /v1/catalog (schema_version 1.0).
@@ -242,13 +230,9 @@ func endpointType(family string) string {
 	return family
 }
 
-// serveCatalog: free, works at zero balance, limited to the allowlist.
-func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
-	k, _, release, ok := s.authenticateQuietly(w, r, pipeline.AllForms, true, protocol.OpenAIChat)
-	if !ok {
-		return
-	}
-	defer release()
+// catalog: free, works at zero balance, limited to the allowlist.
+func (s *Server) catalog(_ context.Context, c *pipeline.Call) error {
+	k, w := c.Key, c.W
 	models := []catalogEntry{}
 	aliases := map[string]string{}
 	for i := range s.cfg.Models {
@@ -265,6 +249,7 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request) {
 		"object": "catalog", "schema_version": "1.0", "currency": "points",
 		"models": models, "aliases": aliases,
 	})
+	return nil
 }
 
 type publicModel struct {

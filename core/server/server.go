@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/protocol"
-	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/core/tasksapi"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
@@ -27,18 +28,20 @@ import (
 // long conversations).
 const MaxChatBody = 32 << 20
 
-// Server routes public requests.
+// Server routes public requests. Every route that takes a key runs
+// through the pipeline's chains (chat, job or read): auth, limits, money,
+// idempotency and the log row are written once, there.
 type Server struct {
 	cfg     *config.Config
 	store   store.Store
-	chain   *pipeline.Chain
-	auth    *pipeline.Authenticator
-	limits  *ratelimit.Account
+	chains  *pipeline.Chains
 	log     hclog.Logger
 	now     func() time.Time
 	mux     *http.ServeMux
 	usage   *usageCache
 	vendors map[string]vendor.Vendor
+	tasks   *tasksapi.API
+	routes  []Route
 }
 
 // KeyHandler serves an endpoint for an authenticated key (logs, billing).
@@ -48,59 +51,126 @@ type KeyHandler func(w http.ResponseWriter, r *http.Request, key store.Key)
 type Options struct {
 	Config *config.Config
 	Store  store.Store
-	Chain  *pipeline.Chain
-	Auth   *pipeline.Authenticator
-	Limits *ratelimit.Account // nil = no account limits
+	Chains *pipeline.Chains
 	Logger hclog.Logger
 	Now    func() time.Time
 	// Vendors are the running vendor plugins (count_tokens calls them).
 	Vendors map[string]vendor.Vendor
+	// Families are the endpoint families the plugins serve, with their
+	// routes (from their Describe).
+	Families []*vendor.FamilySpec
 	// Logs serves /v1/logs*, Billing /v1/dashboard/billing/*; both optional.
 	Logs, Billing KeyHandler
-	// Admin is mounted at /admin/v1/ when set.
-	Admin http.Handler
+	// Admin is mounted at /admin/v1/ when set; Files at /files/.
+	Admin, Files http.Handler
+	// TLSDomains are the domains served over TLS (links to hosted files
+	// use the first when no public_url is set).
+	TLSDomains []string
+}
+
+// Route is one public route: how it is reached and which chain serves it
+// ("" for the routes that take no key).
+type Route struct {
+	Method, Path string
+	Kind         pipeline.Kind
+	Family       string // for family routes
 }
 
 // New builds the server and its routes.
 func New(o Options) *Server {
 	s := &Server{
-		cfg: o.Config, store: o.Store, chain: o.Chain, auth: o.Auth, limits: o.Limits,
+		cfg: o.Config, store: o.Store, chains: o.Chains,
 		log: o.Logger.Named("http"), now: o.Now, mux: http.NewServeMux(),
 		usage: newUsageCache(o.Store, o.Now, time.Minute), vendors: o.Vendors,
+		tasks: tasksapi.New(o.Store, o.Now, o.Logger),
 	}
 	chat := func(p protocol.ID) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { s.serveChat(w, r, p, "", false) }
 	}
-	m := s.mux
-	m.HandleFunc("POST /v1/chat/completions", chat(protocol.OpenAIChat))
-	m.HandleFunc("POST /v1/messages", chat(protocol.AnthropicMessages))
-	m.HandleFunc("POST /v1/messages/count_tokens", s.serveCountTokens)
-	m.HandleFunc("POST /v1/responses", chat(protocol.OpenAIResponses))
-	m.HandleFunc("POST /v1beta/models/{call}", s.serveGemini)
+	s.handle(http.MethodPost, "/v1/chat/completions", pipeline.KindChat, chat(protocol.OpenAIChat))
+	s.handle(http.MethodPost, "/v1/messages", pipeline.KindChat, chat(protocol.AnthropicMessages))
+	s.handle(http.MethodPost, "/v1/messages/count_tokens", pipeline.KindRead,
+		s.read(s.countTokens, readOpts{protocol: protocol.AnthropicMessages}))
+	s.handle(http.MethodPost, "/v1/responses", pipeline.KindChat, chat(protocol.OpenAIResponses))
+	s.handle(http.MethodPost, "/v1beta/models/{call}", pipeline.KindChat, s.serveGemini)
 	// The Gemini API serves v1 too, and @google/genai 3.x calls it by default.
-	m.HandleFunc("POST /v1/models/{call}", s.serveGemini)
-	m.HandleFunc("GET /v1/models", s.serveModels)
-	m.HandleFunc("GET /v1/key/balance", s.serveBalance)
-	m.HandleFunc("GET /v1/catalog", s.serveCatalog)
-	m.HandleFunc("GET /api/v1/models/public", s.servePublicModels)
-	m.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
+	s.handle(http.MethodPost, "/v1/models/{call}", pipeline.KindChat, s.serveGemini)
+	s.handle(http.MethodGet, "/v1/models", pipeline.KindRead, s.read(s.models, readOpts{forms: pipeline.HeaderForms}))
+	s.handle(http.MethodGet, "/v1/key/balance", pipeline.KindRead, s.read(s.balance, readOpts{quiet: true}))
+	s.handle(http.MethodGet, "/v1/catalog", pipeline.KindRead, s.read(s.catalog, readOpts{quiet: true}))
+	s.handle(http.MethodGet, "/api/v1/models/public", "", s.servePublicModels)
+	s.handle(http.MethodPost, "/v1/embeddings", pipeline.KindRead, s.read(s.embeddings, readOpts{}))
 	if o.Logs != nil {
-		logs := s.keyOnly(o.Logs)
-		m.HandleFunc("GET /v1/logs", logs)
-		m.HandleFunc("GET /v1/logs/", logs)
+		// The logs API has its own rate limit, not the account's.
+		logs := s.read(keyHandler(o.Logs), readOpts{uncounted: true})
+		s.handle(http.MethodGet, "/v1/logs", pipeline.KindRead, logs)
+		s.handle(http.MethodGet, "/v1/logs/", pipeline.KindRead, logs)
 	}
 	if o.Billing != nil {
-		m.HandleFunc("GET /v1/dashboard/billing/", s.withKey(o.Billing))
+		s.handle(http.MethodGet, "/v1/dashboard/billing/", pipeline.KindRead, s.read(keyHandler(o.Billing), readOpts{}))
+	}
+	for _, spec := range o.Families {
+		s.family(spec, o.TLSDomains)
+	}
+	if o.Files != nil {
+		s.handle(http.MethodGet, "/files/{id}", "", o.Files.ServeHTTP)
+		s.handle(http.MethodHead, "/files/{id}", "", o.Files.ServeHTTP)
 	}
 	if o.Admin != nil {
-		m.Handle("/admin/v1/", o.Admin)
+		s.mux.Handle("/admin/v1/", o.Admin)
 	}
-	m.HandleFunc("HEAD /{$}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	s.handle(http.MethodHead, "/{$}", "", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.handle(http.MethodGet, "/{$}", "", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "Tollgate is running. See /v1/models.\n")
 	})
 	return s
+}
+
+// handle registers a route and records it in the route table.
+func (s *Server) handle(method, path string, kind pipeline.Kind, h http.HandlerFunc) {
+	s.mux.HandleFunc(method+" "+path, h)
+	s.routes = append(s.routes, Route{Method: method, Path: path, Kind: kind})
+}
+
+// Routes is the route table (the admin API aside), in registration order.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// readOpts say how a read route authenticates.
+type readOpts struct {
+	protocol  protocol.ID       // the error shape; completions-style when empty
+	forms     pipeline.KeyForms // the key forms it accepts
+	quiet     bool              // leaves the key's last use alone
+	uncounted bool              // outside the account's rpm and concurrency
+}
+
+// readHandler answers a read call; an error it returns is rendered in the
+// call's protocol shape.
+type readHandler func(ctx context.Context, c *pipeline.Call) error
+
+// read runs a read route through the read chain (authentication and the
+// account's limits), then h.
+func (s *Server) read(h readHandler, o readOpts) http.HandlerFunc {
+	p := o.protocol
+	if p == "" {
+		p = protocol.OpenAIChat
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := &pipeline.Call{
+			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r,
+			W: pipeline.NewResponseWriter(w), Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
+			Handler: h,
+		}
+		s.chains.Run(r.Context(), c)
+	}
+}
+
+// keyHandler adapts a handler that writes its own answer.
+func keyHandler(h KeyHandler) readHandler {
+	return func(_ context.Context, c *pipeline.Call) error {
+		h(c.W, c.Request, *c.Key)
+		return nil
+	}
 }
 
 // ServeHTTP gives every response its trace id, then routes.
@@ -186,6 +256,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 	c := &pipeline.Call{
 		ID:         requestID(r),
 		Start:      s.now(),
+		Kind:       pipeline.KindChat,
 		Protocol:   p,
 		Billed:     true,
 		Request:    r,
@@ -199,7 +270,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 		c.BodyErr = err
 	}
 	c.Body = body
-	s.chain.Run(r.Context(), c)
+	s.chains.Run(r.Context(), c)
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierr.Error) {
@@ -226,64 +297,5 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 			}
 			return nil, apierr.New(apierr.InvalidRequest, "could not read the request body")
 		}
-	}
-}
-
-// authenticate checks the key of a non-chat endpoint and counts the request
-// against the account's limits. On failure the error is already written.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool) (*store.Key, *store.Account, func(), bool) {
-	return s.authenticateAs(w, r, forms, countLimits, protocol.OpenAIChat)
-}
-
-// authenticateAs is authenticate with errors in protocol p's shape.
-func (s *Server) authenticateAs(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool, p protocol.ID) (*store.Key, *store.Account, func(), bool) {
-	k, acct, release, ok := s.authenticateQuietly(w, r, forms, countLimits, p)
-	if ok {
-		s.auth.Used(r.Context(), k)
-	}
-	return k, acct, release, ok
-}
-
-// authenticateQuietly authenticates without recording the key's use (the
-// balance and catalog endpoints: spec).
-func (s *Server) authenticateQuietly(w http.ResponseWriter, r *http.Request, forms pipeline.KeyForms, countLimits bool, p protocol.ID) (*store.Key, *store.Account, func(), bool) {
-	k, acct, err := s.auth.Authenticate(r.Context(), r, forms)
-	if err != nil {
-		apierr.Write(w, p, apierr.As(err))
-		return nil, nil, nil, false
-	}
-	release := func() {}
-	if countLimits && s.limits != nil {
-		rel, lerr := s.limits.Acquire(acct.ID, acct.RPM, acct.Concurrency)
-		if lerr != nil {
-			apierr.Write(w, p, lerr)
-			return nil, nil, nil, false
-		}
-		release = rel
-	}
-	return k, acct, release, true
-}
-
-// withKey authenticates (counting account limits) before h.
-func (s *Server) withKey(h KeyHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		k, _, release, ok := s.authenticate(w, r, pipeline.AllForms, true)
-		if !ok {
-			return
-		}
-		defer release()
-		h(w, r, *k)
-	}
-}
-
-// keyOnly authenticates without the account's inference limits (the logs
-// API has its own).
-func (s *Server) keyOnly(h KeyHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		k, _, _, ok := s.authenticate(w, r, pipeline.AllForms, false)
-		if !ok {
-			return
-		}
-		h(w, r, *k)
 	}
 }

@@ -122,6 +122,10 @@ type JobOutcome struct {
 	// ExpiresSlot is where, in Body, the gateway writes when the files it
 	// hosts expire (Unix seconds); "" for nowhere.
 	ExpiresSlot string
+	// Inline: the body carries the result's bytes (base64). Such an answer
+	// is not kept for an idempotent replay, and a task keeps it only until
+	// its first successful poll.
+	Inline bool
 
 	// Failed: the upstream's refusal (status and message; the gateway
 	// answers it in the client's error shape).

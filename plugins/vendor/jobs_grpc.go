@@ -186,7 +186,7 @@ func toProtoOutcome(o *JobOutcome) *vendorv1.JobOutcome {
 	p := &vendorv1.JobOutcome{
 		State: vendorv1.JobState(o.State), UpstreamRef: o.UpstreamRef, PollAfterMs: o.PollAfter.Milliseconds(),
 		Units: toProtoUnits(o.Units), Status: int32(o.Status), Headers: o.Headers, Body: o.Body,
-		Urls: o.URLs, ExpiresSlot: o.ExpiresSlot, Error: toProtoJobError(o.Error),
+		Urls: o.URLs, ExpiresSlot: o.ExpiresSlot, Error: toProtoJobError(o.Error), Inline: o.Inline,
 	}
 	for _, f := range o.Files {
 		p.Files = append(p.Files, &vendorv1.ResultFile{Slot: f.Slot, ContentType: f.ContentType, Name: f.Name, Data: f.Data})
@@ -199,7 +199,7 @@ func fromProtoOutcome(p *vendorv1.JobOutcome) *JobOutcome {
 		State: JobState(p.GetState()), UpstreamRef: p.GetUpstreamRef(),
 		PollAfter: time.Duration(p.GetPollAfterMs()) * time.Millisecond, Units: fromProtoUnits(p.GetUnits()),
 		Status: int(p.GetStatus()), Headers: p.GetHeaders(), Body: p.GetBody(), URLs: p.GetUrls(),
-		ExpiresSlot: p.GetExpiresSlot(), Error: fromProtoJobError(p.GetError()),
+		ExpiresSlot: p.GetExpiresSlot(), Error: fromProtoJobError(p.GetError()), Inline: p.GetInline(),
 	}
 	for _, f := range p.GetFiles() {
 		o.Files = append(o.Files, ResultFile{Slot: f.GetSlot(), ContentType: f.GetContentType(), Name: f.GetName(), Data: f.GetData()})

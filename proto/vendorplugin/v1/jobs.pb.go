@@ -610,7 +610,10 @@ type JobOutcome struct {
 	// Failed: the upstream's refusal.
 	Error *JobError `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
 	// No answer: connection, timeout, broken (as for chat calls).
-	Failure       *Failure `protobuf:"bytes,12,opt,name=failure,proto3" json:"failure,omitempty"`
+	Failure *Failure `protobuf:"bytes,12,opt,name=failure,proto3" json:"failure,omitempty"`
+	// The body carries the result's bytes (base64): not kept for an
+	// idempotent replay; a task keeps it until its first successful poll.
+	Inline        bool `protobuf:"varint,13,opt,name=inline,proto3" json:"inline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -729,6 +732,13 @@ func (x *JobOutcome) GetFailure() *Failure {
 	return nil
 }
 
+func (x *JobOutcome) GetInline() bool {
+	if x != nil {
+		return x.Inline
+	}
+	return false
+}
+
 type CancelReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Failure       *Failure               `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
@@ -822,7 +832,7 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"\x04slot\x18\x01 \x01(\tR\x04slot\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\xbf\x04\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\"\xd7\x04\n" +
 	"\n" +
 	"JobOutcome\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.tollgate.vendor.v1.JobStateR\x05state\x12!\n" +
@@ -837,7 +847,8 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"\fexpires_slot\x18\n" +
 	" \x01(\tR\vexpiresSlot\x122\n" +
 	"\x05error\x18\v \x01(\v2\x1c.tollgate.vendor.v1.JobErrorR\x05error\x125\n" +
-	"\afailure\x18\f \x01(\v2\x1b.tollgate.vendor.v1.FailureR\afailure\x1a:\n" +
+	"\afailure\x18\f \x01(\v2\x1b.tollgate.vendor.v1.FailureR\afailure\x12\x16\n" +
+	"\x06inline\x18\r \x01(\bR\x06inline\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"D\n" +

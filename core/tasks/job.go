@@ -1,0 +1,33 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/gob"
+
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+// Job is what a task keeps to ask its plugin again, after a restart too:
+// the request as the plugin is handed it, how the vendor runs it, and the
+// base of the links to its results.
+type Job struct {
+	Request     vendor.JobRequest
+	UpstreamJob bool // Submit and Poll; false: one Run
+	LinkBase    string
+}
+
+// Encode is the job as the store keeps it (store.Task.Job).
+func (j *Job) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(j); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// DecodeJob reads a job Encode wrote.
+func DecodeJob(b []byte) (Job, error) {
+	var j Job
+	err := gob.NewDecoder(bytes.NewReader(b)).Decode(&j)
+	return j, err
+}
