@@ -32,9 +32,18 @@ func TestS3(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	os.Unsetenv("AWS_PROFILE")
 
+	base := "s3://tollgate?endpoint=" + fake.URL + "&region=us-east-1&use_path_style=true&prefix=hosted/"
+	t.Run("default checksums", func(t *testing.T) { testS3(t, backend, base) })
+	// What docs/files.md advises for services that reject the SDK's
+	// default checksum headers.
+	t.Run("checksums when required", func(t *testing.T) {
+		testS3(t, backend, base+"&request_checksum_calculation=when_required&response_checksum_validation=when_required")
+	})
+}
+
+func testS3(t *testing.T, backend *s3mem.Backend, url string) {
 	ctx := context.Background()
 	c := newClock()
-	url := "s3://tollgate?endpoint=" + fake.URL + "&region=us-east-1&use_path_style=true&prefix=hosted/"
 	s := open(t, Options{URL: url}, c)
 	srv := serve(t, s)
 
