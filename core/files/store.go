@@ -67,6 +67,7 @@ type Store struct {
 	log        hclog.Logger
 	sweepEvery time.Duration
 	maxSize    int64
+	sweepPage  int
 }
 
 // File is what Put stores.
@@ -130,6 +131,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		log:        o.Logger,
 		sweepEvery: o.SweepEvery,
 		maxSize:    o.MaxSize,
+		sweepPage:  sweepPage,
 	}
 	if s.now == nil {
 		s.now = time.Now

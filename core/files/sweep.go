@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
 
@@ -17,6 +18,11 @@ import (
 // means it is dead.
 const staleTemp = time.Hour
 
+// sweepPage is the listing page size (a Store field so tests can page). fileblob walks the whole directory for
+// each page, so large pages keep a sweep of many files linear enough; S3
+// answers at most 1000 keys a request whatever is asked.
+const sweepPage = 10000
+
 // Sweep deletes every file past its retention and leftover temporary files,
 // and returns how many files it deleted. It decides from the listing alone
 // (the expiry is in the id) and leaves keys it does not recognise alone, so
@@ -24,11 +30,10 @@ const staleTemp = time.Hour
 // sweep; the errors are returned together.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	now := s.now()
-	it := s.bucket.List(nil)
 	var n int
 	var errs []error
-	for {
-		obj, err := it.Next(ctx)
+	for token := blob.FirstPageToken; ; {
+		page, next, err := s.bucket.ListPage(ctx, token, s.sweepPage, nil)
 		if err == io.EOF {
 			break
 		}
@@ -36,23 +41,29 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			break
 		}
-		if obj.IsDir {
-			continue
+		for _, obj := range page {
+			if obj.IsDir {
+				continue
+			}
+			exp, ok := parseID(obj.Key)
+			switch {
+			case ok && expired(exp, now):
+			case !ok && isTemp(obj.Key) && now.Sub(obj.ModTime) > staleTemp:
+			default:
+				continue
+			}
+			if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+				errs = append(errs, err)
+				continue
+			}
+			if ok {
+				n++
+			}
 		}
-		exp, ok := parseID(obj.Key)
-		switch {
-		case ok && expired(exp, now):
-		case !ok && isTemp(obj.Key) && now.Sub(obj.ModTime) > staleTemp:
-		default:
-			continue
+		if len(next) == 0 {
+			break
 		}
-		if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			errs = append(errs, err)
-			continue
-		}
-		if ok {
-			n++
-		}
+		token = next
 	}
 	return n, errors.Join(errs...)
 }

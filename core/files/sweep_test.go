@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"gocloud.dev/blob"
 )
 
 func TestSweep(t *testing.T) {
@@ -50,6 +52,36 @@ func TestSweep(t *testing.T) {
 			}
 			if _, err := s.Stat(ctx, kb.ID); err != nil {
 				t.Fatalf("the file without retention: %v", err)
+			}
+		})
+	}
+}
+
+func TestSweepPages(t *testing.T) {
+	ctx := context.Background()
+	for name, o := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			c := newClock()
+			s := open(t, o, c)
+			s.sweepPage = 3
+			var keep []string
+			for i := range 11 {
+				ret := time.Hour
+				if i%3 == 0 {
+					ret = 2 * time.Hour
+				}
+				f := put(t, s, File{Data: []byte{byte(i)}, ContentType: "image/png", Retention: ret})
+				if ret > time.Hour {
+					keep = append(keep, f.ID)
+				}
+			}
+			c.Add(time.Hour + time.Second)
+			if n, err := s.Sweep(ctx); n != 7 || err != nil {
+				t.Fatalf("sweep %d %v", n, err)
+			}
+			page, _, err := s.bucket.ListPage(ctx, blob.FirstPageToken, 100, nil)
+			if err != nil || len(page) != len(keep) {
+				t.Fatalf("left %d files, want %d (%v)", len(page), len(keep), err)
 			}
 		})
 	}
