@@ -1,0 +1,101 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// staleTemp is how old a leftover temporary file of the directory driver
+// must be before the sweep removes it. fileblob writes <key>.<hex>.tmp
+// beside the final file and renames it on success; a crash leaves it behind.
+// An upload in progress keeps touching its file, so an hour of silence
+// means it is dead.
+const staleTemp = time.Hour
+
+// sweepPage is the listing page size (a Store field so tests can page). fileblob walks the whole directory for
+// each page, so large pages keep a sweep of many files linear enough; S3
+// answers at most 1000 keys a request whatever is asked.
+const sweepPage = 10000
+
+// Sweep deletes every file past its retention and leftover temporary files,
+// and returns how many files it deleted. It decides from the listing alone
+// (the expiry is in the id) and leaves keys it does not recognise alone, so
+// a bucket may be shared with other data. A failed delete does not stop the
+// sweep; the errors are returned together.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	now := s.now()
+	var n int
+	var errs []error
+	for token := blob.FirstPageToken; ; {
+		page, next, err := s.bucket.ListPage(ctx, token, s.sweepPage, nil)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		for _, obj := range page {
+			if obj.IsDir {
+				continue
+			}
+			exp, ok := parseID(obj.Key)
+			switch {
+			case ok && expired(exp, now):
+			case !ok && isTemp(obj.Key) && now.Sub(obj.ModTime) > staleTemp:
+			default:
+				continue
+			}
+			if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+				errs = append(errs, err)
+				continue
+			}
+			if ok {
+				n++
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		token = next
+	}
+	return n, errors.Join(errs...)
+}
+
+// isTemp reports whether key is fileblob's temporary file of one of ours.
+func isTemp(key string) bool {
+	if !strings.HasSuffix(key, ".tmp") {
+		return false
+	}
+	i := strings.IndexByte(key, '.')
+	_, ok := parseID(key[:i])
+	return ok
+}
+
+// Run sweeps once at once and then every Options.SweepEvery, until ctx ends.
+func (s *Store) Run(ctx context.Context) {
+	t := time.NewTicker(s.sweepEvery)
+	defer t.Stop()
+	for {
+		n, err := s.Sweep(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Error("sweep", "deleted", n, "error", err)
+		case n > 0:
+			s.log.Debug("sweep", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
