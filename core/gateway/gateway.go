@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -219,18 +220,10 @@ func (g *Gateway) provisionPlugins(ctx context.Context) error {
 			return fmt.Errorf("%s: model %q is of family %q, but no plugin of its channels serves that family", configName(g.cfg), m.ID, m.Family)
 		}
 	}
-	for _, name := range slices.Sorted(mapsKeys(specs)) {
+	for _, name := range slices.Sorted(maps.Keys(specs)) {
 		g.families = append(g.families, specs[name])
 	}
 	return nil
-}
-
-func mapsKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // provisionFiles opens the hosted-files store (a directory under the data
@@ -291,6 +284,7 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 		Config: cfg, Store: g.store, Chains: chains, Logger: log, Now: now,
 		Vendors: g.vendors, Families: g.families, Logs: logs.Serve, Billing: billing.Serve,
 		Admin: admin.NewHandler(g.svc, g.store, g.token, log), Files: g.files.Handler(),
+		TLSDomains: nil,
 	})
 	return nil
 }

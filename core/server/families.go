@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"net/http"
-	"strings"
 
+	"github.com/tollgate-gw/tollgate/core/files"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/tasksapi"
 	"github.com/tollgate-gw/tollgate/pipeline"
@@ -49,7 +49,7 @@ func (s *Server) serveJob(spec *vendor.FamilySpec, rt vendor.FamilyRoute, tlsDom
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindJob, Protocol: protocol.OpenAIChat,
 			Billed: true, Request: r, W: pipeline.NewResponseWriter(w),
-			Job: &pipeline.Job{Spec: spec, Route: rt, LinkBase: linkBase(s.cfg.Server.PublicURL, tlsDomains, r)},
+			Job: &pipeline.Job{Spec: spec, Route: rt, LinkBase: files.BaseURL(s.cfg.Server.PublicURL, tlsDomains, r)},
 		}
 		body, err := readBody(w, r, limit)
 		if err != nil {
@@ -58,18 +58,4 @@ func (s *Server) serveJob(spec *vendor.FamilySpec, rt vendor.FamilyRoute, tlsDom
 		c.Body = body
 		s.chains.Run(r.Context(), c)
 	}
-}
-
-// linkBase is the base of the links to hosted files: server.public_url,
-// else https:// and the first TLS domain, else the request's own host.
-func linkBase(publicURL string, tlsDomains []string, r *http.Request) string {
-	switch {
-	case publicURL != "":
-		return strings.TrimRight(publicURL, "/")
-	case len(tlsDomains) > 0:
-		return "https://" + tlsDomains[0]
-	case r.TLS != nil:
-		return "https://" + r.Host
-	}
-	return "http://" + r.Host
 }

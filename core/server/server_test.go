@@ -189,7 +189,7 @@ func newEnv(t *testing.T, modes map[string]string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(server.Options{Config: cfg, Store: st, Chain: chain, Auth: auth, Logger: log, Now: now,
+	srv := server.New(server.Options{Config: cfg, Store: st, Chains: chain, Logger: log, Now: now,
 		Vendors: deps.Vendors})
 	hs := httptest.NewServer(srv)
 	e := &env{url: hs.URL, st: st, acct: a.ID, key: raw, fake: fake}
