@@ -73,11 +73,11 @@ var (
 	reURLText = regexp.MustCompile(`https?://[^\s"'<>)\]]+`)
 	// A path names a directory or has an extension: ./x, ~/x, /etc/hosts,
 	// src/main.go, README.md, .gitignore.
-	rePath    = regexp.MustCompile(`(?:^|[\s(])((?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w\-]*\.[A-Za-z0-9]{1,8}|(?:~|\.{1,2})?/(?:[\w.\-]+/?)*|(?:[\w.\-]+/)+[\w.\-]*)`)
-	reGlob    = regexp.MustCompile(`(?:^|\s)((?:[\w.\-/]*\*[\w.\-/*]*))`)
+	rePath = regexp.MustCompile(`(?:^|[\s(])((?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w\-]*\.[A-Za-z0-9]{1,8}|(?:~|\.{1,2})?/(?:[\w.\-]+/?)*|(?:[\w.\-]+/)+[\w.\-]*)`)
+	reGlob = regexp.MustCompile(`(?:^|\s)((?:[\w.\-/]*\*[\w.\-/*]*))`)
 	// The agent's working directory: Claude Code's "Primary working
 	// directory: /x", Codex's <cwd>/x</cwd> (< and > maybe escaped).
-	reCwd = regexp.MustCompile(`(?:[Ww]orking directory|(?:<|\\u003c)cwd(?:>|\\u003e))\s*:?\s*(/[^\s<"\\]*)`)
+	reCwd     = regexp.MustCompile(`(?:[Ww]orking directory|(?:<|\\u003c)cwd(?:>|\\u003e))\s*:?\s*(/[^\s<"\\]*)`)
 	reReplace = regexp.MustCompile(`(?i)\breplace\s+["'` + "`" + `]?(.+?)["'` + "`" + `]?\s+with\s+["'` + "`" + `]?(.+?)["'` + "`" + `]?(?:\s+in\s|$)`)
 	reContent = regexp.MustCompile(`(?i)\b(?:containing|with the (?:text|content|contents)|that says|saying|with content)\s+(.+)$`)
 )
