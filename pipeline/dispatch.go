@@ -261,8 +261,8 @@ func forwardHeaders(h http.Header) map[string]string {
 }
 
 // failure maps a plugin error to the client error and whether another
-// channel may be tried.
-// Messages are masked: a vendor's transport error may name the upstream.
+// channel may be tried. Messages are masked: a vendor's transport error
+// may name the upstream.
 func (s *dispatchStage) failure(ctx context.Context, c *Call, err error) (outcome, error) {
 	var f *vendor.Failure
 	if !errors.As(err, &f) {
