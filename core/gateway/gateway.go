@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -102,9 +101,11 @@ func Run(ctx context.Context, o Options) error {
 
 	limits := ratelimit.NewAccount(cfg.Limits.RPM, cfg.Limits.Concurrency, now)
 	auth := pipeline.NewAuthenticator(st, now)
+	// One Redactor for the log rows and the upstream errors clients see.
+	red := pipeline.RedactorFor(cfg)
 	deps := &pipeline.Deps{
 		Config: cfg, Store: st, Vendors: vendors, Logger: log, Now: now,
-		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth,
+		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth, Redact: red,
 	}
 	reg := o.Stages
 	if reg == nil {
@@ -116,7 +117,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	log.Debug("pipeline", "stages", strings.Join(chain.Stages(), " → "))
 
-	logs := logsapi.New(st, ratelimit.NewPerKey(60, time.Minute, now), now, log.Named("logs"), logsapi.WithChannelNames(channelNames(cfg)))
+	logs := logsapi.New(st, ratelimit.NewPerKey(60, time.Minute, now), now, log.Named("logs"), logsapi.WithRedactor(red))
 	billing := billingcompat.New(st, now)
 	srv := server.New(server.Options{
 		Config: cfg, Store: st, Chain: chain, Auth: auth, Limits: limits, Logger: log, Now: now,
@@ -252,15 +253,6 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hcl
 		log.Debug("plugin started", "name", name, "path", path)
 	}
 	return out, nil
-}
-
-func channelNames(cfg *config.Config) []string {
-	var out []string
-	for _, ch := range cfg.Channels {
-		out = append(out, ch.Name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // firstStart creates the demo account on the embedded default's first start
