@@ -240,7 +240,7 @@ func BenchmarkRelay(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c := *base
-				rl := newRelay(&c)
+				rl := newRelay(&c, nil)
 				if err := rl.Head(vendor.Head{Status: 200}); err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -25,6 +26,9 @@ type Deps struct {
 	Limits *ratelimit.Account // account rpm and concurrency; nil = unlimited
 	Health *Health            // channel circuit breakers
 	Auth   *Authenticator
+	// Redact masks upstream error messages shown to clients; nil means
+	// RedactorFor(Config).
+	Redact *redact.Redactor
 	// Files hosts the results of jobs; Tasks takes the async ones.
 	Files FileHost
 	Tasks TaskOwner

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/core/sse"
 	"github.com/tollgate-gw/tollgate/core/translate"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -37,6 +38,7 @@ type dispatchStage struct {
 	files   FileHost
 	tasks   TaskOwner
 	health  *Health
+	red     *redact.Redactor // masks upstream error messages shown to clients
 	now     func() time.Time
 	log     hclog.Logger
 }
@@ -46,8 +48,12 @@ func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
 	if h == nil {
 		h = NewHealth(d.Now)
 	}
+	red := d.Redact
+	if red == nil {
+		red = RedactorFor(d.Config)
+	}
 	return &dispatchStage{vendors: d.Vendors, jobs: d.Jobs, store: d.Store, files: d.Files, tasks: d.Tasks,
-		health: h, now: d.Now, log: d.Logger.Named("dispatch")}, nil
+		health: h, red: red, now: d.Now, log: d.Logger.Named("dispatch")}, nil
 }
 
 func (s *dispatchStage) Name() string { return "dispatch" }
@@ -137,7 +143,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 			default: // the channel answered (a 4xx of the caller's making)
 				s.health.Success(ch.Name)
 			}
-			return err
+			return s.upstreamFailed(c, err)
 		}
 		s.health.Failure(ch.Name)
 		e := apierr.As(err)
@@ -154,12 +160,48 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 		}
 	}
 	if last == nil {
-		last = apierr.Newf(apierr.NoChannelAvailable, "the model '%s' has no usable channel", c.ModelID)
+		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' has no usable channel", c.ModelID)
 	}
 	if ctx.Err() != nil && c.Request.Context().Err() == nil {
-		return apierr.New(apierr.UpstreamTimeout, "the upstream did not answer within "+timeout.String())
+		last = apierr.New(apierr.UpstreamTimeout, "the upstream did not answer within "+timeout.String())
 	}
-	return last
+	return s.upstreamFailed(c, last)
+}
+
+// builtinToolPath reports whether c is on the completions-style built-in
+// tool path (web_search or image_generation, which require stream: true).
+func builtinToolPath(c *Call) bool {
+	return c.Protocol == protocol.OpenAIChat && c.Stream && len(c.Req.BuiltinTools) > 0
+}
+
+// upstreamFailed turns an upstream failure on the built-in tool path into
+// the spec's in-stream report (Events, completions-style stream): a 200
+// event stream, one error chunk of type api_error and code upstream_error,
+// then data: [DONE]. Every upstream failure counts, before the first byte
+// (any non-2xx answer, a connection failure, a timeout) or after it (a
+// stream cut or timed out); a client that went away gets nothing. Other
+// calls, and the gateway's own refusals (which never reach here), keep
+// their status. The error returned is the row's: status error, code
+// upstream_error, cost 0 unless part of an answer was served
+// (docs/decisions.md).
+func (s *dispatchStage) upstreamFailed(c *Call, err error) error {
+	if err == nil || !builtinToolPath(c) {
+		return err
+	}
+	e := apierr.As(err)
+	if e.Code == apierr.ClientClosed || c.W.ClientGone() || c.Request.Context().Err() != nil {
+		return err
+	}
+	out := &apierr.Error{Status: http.StatusBadGateway, Code: apierr.UpstreamError, Type: "api_error",
+		Message: "the upstream failed while running a built-in tool: " + e.Message}
+	if !c.W.Started() {
+		sse.SetHeaders(c.W.Header())
+		c.W.WriteHeader(http.StatusOK)
+	}
+	w := sse.NewWriter(c.W)
+	_ = w.Write(protocol.Event{Data: apierr.Body(protocol.OpenAIChat, out)})
+	_ = w.Done()
+	return out
 }
 
 // idleTimeout is the longest wait between two stream events: the
@@ -230,7 +272,8 @@ func forwardHeaders(h http.Header) map[string]string {
 }
 
 // failure maps a plugin error to the client error and whether another
-// channel may be tried.
+// channel may be tried. Messages are masked: a vendor's transport error
+// may name the upstream.
 func (s *dispatchStage) failure(ctx context.Context, c *Call, err error) (outcome, error) {
 	var f *vendor.Failure
 	if !errors.As(err, &f) {
@@ -246,18 +289,19 @@ func (s *dispatchStage) failure(ctx context.Context, c *Call, err error) (outcom
 		}
 		return done, apierr.New(apierr.ClientClosed, "the client closed the request")
 	case vendor.FailureConnect, vendor.FailureConfig:
-		return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+f.Message)
+		return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+s.red.Redact(f.Message))
 	default:
 		return retry, &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
-			Message: "the upstream broke off its answer: " + f.Message}
+			Message: "the upstream broke off its answer: " + s.red.Redact(f.Message)}
 	}
 }
 
-// upstreamStatus maps a non-2xx upstream answer.
-func upstreamStatus(c *Call, status int, header map[string]string, body []byte) (outcome, error) {
+// upstreamStatus maps a non-2xx upstream answer. Its message reaches the
+// client masked like the log row's (PRODUCT.md §7).
+func (s *dispatchStage) upstreamStatus(c *Call, status int, header map[string]string, body []byte) (outcome, error) {
 	msg := ""
 	if up := codec.For(c.Route.Protocol); up != nil {
-		msg = up.ErrorMessage(body)
+		msg = s.red.Redact(up.ErrorMessage(body))
 	}
 	e := apierr.FromUpstream(status, msg)
 	if ra := header["retry-after"]; ra != "" {
@@ -277,7 +321,7 @@ func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req
 		return s.failure(ctx, c, err)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		return upstreamStatus(c, resp.Status, resp.Headers, resp.Body)
+		return s.upstreamStatus(c, resp.Status, resp.Headers, resp.Body)
 	}
 	up := codec.For(c.Route.Protocol)
 	c.Usage = up.Usage(resp.Body)
@@ -303,6 +347,7 @@ func (c *Call) responseOptions() translate.ResponseOptions {
 // event to the client as it comes, translated when needed, and tracks usage.
 type relay struct {
 	c         *Call
+	red       *redact.Redactor
 	track     codec.Stream
 	tr        translate.Stream
 	out       *sse.Writer
@@ -354,13 +399,17 @@ func (r *relay) add(ev vendor.Event) error {
 	if !keep && !r.keepUsage {
 		return nil
 	}
+	// An upstream error event passes through as the spec says, its
+	// message masked (PRODUCT.md §7).
+	pe.Data = maskErrorEvent(r.red, pe.Data)
 	return r.out.Append(pe)
 }
 
 // newRelay returns the relay of c's stream.
-func newRelay(c *Call) *relay {
+func newRelay(c *Call, red *redact.Redactor) *relay {
 	rl := &relay{
 		c:         c,
+		red:       red,
 		track:     codec.For(c.Route.Protocol).NewStream(),
 		out:       sse.NewWriter(c.W),
 		keepUsage: c.Protocol != protocol.OpenAIChat || c.Req.IncludeUsage,
@@ -372,7 +421,7 @@ func newRelay(c *Call) *relay {
 }
 
 func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
-	rl := newRelay(c)
+	rl := newRelay(c, s.red)
 	err := v.ChatStream(ctx, req, rl)
 	c.Usage = rl.track.Usage()
 	c.OutputChars = rl.track.OutputChars()
@@ -383,7 +432,7 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 		if rl.head.Status == 0 {
 			return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream closed the stream without answering")
 		}
-		return upstreamStatus(c, rl.head.Status, rl.head.Headers, rl.head.Body)
+		return s.upstreamStatus(c, rl.head.Status, rl.head.Headers, rl.head.Body)
 	}
 	// The status is sent: from here a failure only ends the stream early.
 	complete := err == nil && rl.track.Complete()
@@ -404,15 +453,9 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 		e = &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
 			Message: "the upstream ended the stream before it was complete"}
 	}
-	if e != nil && c.Protocol == protocol.OpenAIChat && len(c.Req.BuiltinTools) > 0 {
-		// The spec's one exception to "no injected error frame": on the
-		// built-in tool path the client gets an error chunk, then [DONE].
-		_ = rl.out.Write(protocol.Event{Data: builtinToolErrorChunk})
-		_ = rl.out.Done()
-	}
+	// No error frame is injected here, except on the built-in tool path
+	// (see upstreamFailed, which Serve applies).
 	return done, e
 }
-
-var builtinToolErrorChunk = []byte(`{"error":{"message":"the upstream failed while running a built-in tool","type":"api_error","code":"upstream_error"}}`)
 
 var _ vendor.BatchSink = (*relay)(nil)

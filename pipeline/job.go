@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -235,11 +236,11 @@ func (s *prechargeStage) planJob(ctx context.Context, c *Call) (money.Nano, erro
 		}
 		plan, err := v.Validate(ctx, jobRequest(c, ch))
 		if err != nil {
-			last = jobFailure(ctx, c, err)
+			last = jobFailure(s.red, ctx, c, err)
 			continue
 		}
 		if plan.Error != nil {
-			return 0, jobError(plan.Error)
+			return 0, jobError(s.red, plan.Error)
 		}
 		j.Plan = plan
 		return unitsCost(c.Model, j.Spec.PriceUnit, plan.Hold)
@@ -272,7 +273,7 @@ func unitsCost(m *config.Model, priceUnit string, us []vendor.Units) (money.Nano
 
 // jobError is a plugin's refusal as the client sees it: the gateway's own
 // code, or an upstream status mapped as any upstream status is.
-func jobError(e *vendor.JobError) *apierr.Error {
+func jobError(red *redact.Redactor, e *vendor.JobError) *apierr.Error {
 	if e.Code != "" {
 		out := apierr.New(e.Code, e.Message)
 		if e.Status != 0 {
@@ -280,11 +281,11 @@ func jobError(e *vendor.JobError) *apierr.Error {
 		}
 		return out
 	}
-	return apierr.FromUpstream(e.Status, e.Message)
+	return apierr.FromUpstream(e.Status, red.Redact(e.Message))
 }
 
 // jobFailure maps an error of a Jobs call without an answer.
-func jobFailure(ctx context.Context, c *Call, err error) *apierr.Error {
+func jobFailure(red *redact.Redactor, ctx context.Context, c *Call, err error) *apierr.Error {
 	var f *vendor.Failure
 	switch {
 	case errors.Is(err, vendor.ErrNoJobs):
@@ -301,9 +302,9 @@ func jobFailure(ctx context.Context, c *Call, err error) *apierr.Error {
 		}
 		return apierr.New(apierr.ClientClosed, "the client closed the request")
 	case vendor.FailureConnect, vendor.FailureConfig:
-		return apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+f.Message)
+		return apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+red.Redact(f.Message))
 	}
-	return &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error", Message: "the upstream broke off its answer: " + f.Message}
+	return &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error", Message: "the upstream broke off its answer: " + red.Redact(f.Message)}
 }
 
 // newTaskID is a fresh task id with the family's prefix.

@@ -83,7 +83,7 @@ func (s *dispatchStage) runJob(ctx context.Context, c *Call) error {
 		return r.err
 	}
 	if r.out.State != vendor.JobSucceeded {
-		return jobError(outcomeError(r.out))
+		return jobError(s.red, outcomeError(r.out))
 	}
 	return s.respondJob(ctx, c, r.out)
 }
@@ -181,7 +181,7 @@ func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.D
 		retry := false
 		switch {
 		case err != nil:
-			e := jobFailure(ctx, c, err)
+			e := jobFailure(s.red, ctx, c, err)
 			if ae := (*apierr.Error)(nil); errors.As(err, &ae) {
 				e = ae
 			}
@@ -191,7 +191,7 @@ func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.D
 		case out.State != vendor.JobSucceeded:
 			e := outcomeError(out)
 			retry = e.Status >= 500 || e.Status == http.StatusTooManyRequests
-			err = jobError(e)
+			err = jobError(s.red, e)
 		}
 		if !retry {
 			if err == nil {
@@ -350,10 +350,10 @@ func (s *dispatchStage) submitUpstream(ctx context.Context, c *Call) (*vendor.Jo
 		switch {
 		case err != nil:
 			if !errors.As(err, &e) {
-				e = jobFailure(ctx, c, err)
+				e = jobFailure(s.red, ctx, c, err)
 			}
 		case out.State == vendor.JobFailed:
-			e = jobError(outcomeError(out))
+			e = jobError(s.red, outcomeError(out))
 			if e.Status < 500 && e.Status != http.StatusTooManyRequests {
 				c.Job.Rejected = true
 				return nil, nil, e

@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/core/tasks"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
@@ -21,11 +22,16 @@ type TaskFinisher struct {
 	chains *Chains
 	d      *Deps
 	specs  map[string]*vendor.FamilySpec
+	red    *redact.Redactor
 }
 
 // NewTaskFinisher returns the Finisher of the task engine.
 func NewTaskFinisher(cs *Chains, d *Deps, specs map[string]*vendor.FamilySpec) *TaskFinisher {
-	return &TaskFinisher{chains: cs, d: d, specs: specs}
+	red := d.Redact
+	if red == nil {
+		red = RedactorFor(d.Config)
+	}
+	return &TaskFinisher{chains: cs, d: d, specs: specs, red: red}
 }
 
 // msgInterrupted is what a poll of a task cut by a restart answers.
@@ -50,7 +56,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 		Key:     &store.Key{ID: t.KeyID, AccountID: t.AccountID, Name: t.KeyName, Prefix: t.KeyPrefix},
 		Hold:    &store.Hold{ID: t.HoldID, AccountID: t.AccountID, Amount: t.Hold, TaskID: t.ID},
 		Channel: t.Channel, UpstreamTried: t.Channel != "", UpstreamCalls: 1,
-		Job:     &Job{Spec: spec, Task: &t, TaskID: t.ID, Accepted: true, Async: true, LinkBase: job.LinkBase},
+		Job: &Job{Spec: spec, Task: &t, TaskID: t.ID, Accepted: true, Async: true, LinkBase: job.LinkBase},
 	}
 	c.Job.Route.Operation = t.Operation
 	t.CompletedAt = f.d.Now()
@@ -66,7 +72,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 		e := apierr.New(apierr.InternalError, msgInterrupted)
 		t.Result = &store.TaskResult{HTTPStatus: e.Status, Body: apierr.Body(c.Protocol, e)}
 	case end.Err != nil:
-		fail(taskError(ctx, c, end.Err))
+		fail(taskError(f.red, ctx, c, end.Err))
 	case out != nil && out.State == vendor.JobSucceeded:
 		body, err := deliver(ctx, f.d.Files, t.AccountID, c.Job, out)
 		if err != nil {
@@ -86,7 +92,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 		t.Result = &store.TaskResult{HTTPStatus: status, Header: h, Body: body, URLs: c.Job.URLs,
 			ExpiresAt: c.Job.ExpiresAt, DropOnRead: out.Inline}
 	case out != nil:
-		fail(jobError(outcomeError(out)))
+		fail(jobError(f.red, outcomeError(out)))
 	default:
 		fail(apierr.Internal(errors.New("a task ended without an outcome")))
 	}
@@ -95,7 +101,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 }
 
 // taskError is the error a task that failed without an answer shows.
-func taskError(ctx context.Context, c *Call, err error) *apierr.Error {
+func taskError(red *redact.Redactor, ctx context.Context, c *Call, err error) *apierr.Error {
 	var te *tasks.TimeoutError
 	var ae *apierr.Error
 	switch {
@@ -104,7 +110,7 @@ func taskError(ctx context.Context, c *Call, err error) *apierr.Error {
 	case errors.As(err, &ae):
 		return ae
 	}
-	return jobFailure(ctx, c, err)
+	return jobFailure(red, ctx, c, err)
 }
 
 var _ tasks.Finisher = (*TaskFinisher)(nil)

@@ -7,6 +7,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -20,10 +21,15 @@ const holdOutputCap = 32768
 type prechargeStage struct {
 	store store.Store
 	jobs  map[string]vendor.Jobs
+	red   *redact.Redactor
 }
 
 func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
-	return &prechargeStage{store: d.Store, jobs: d.Jobs}, nil
+	red := d.Redact
+	if red == nil {
+		red = RedactorFor(d.Config)
+	}
+	return &prechargeStage{store: d.Store, jobs: d.Jobs, red: red}, nil
 }
 
 func (s *prechargeStage) Name() string { return "precharge" }

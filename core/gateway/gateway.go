@@ -264,9 +264,11 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 			return nil
 		},
 	})
+	// One Redactor for the log rows and the upstream errors clients see.
+	red := pipeline.RedactorFor(cfg)
 	deps := &pipeline.Deps{
 		Config: cfg, Store: g.store, Vendors: g.vendors, Jobs: g.jobs, Logger: log, Now: now,
-		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth,
+		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth, Redact: red,
 		Files: fileHost{g.files}, Tasks: g.engine,
 	}
 	chains, err := pipeline.Build(g.o.Stages, deps, cfg.Pipeline.Stages, cfg.Pipeline.Settings)
@@ -277,8 +279,7 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	finisher.f = pipeline.NewTaskFinisher(chains, deps, specs)
 	log.Debug("pipeline", "stages", strings.Join(chains.Stages(), " → "))
 
-	logs := logsapi.New(g.store, ratelimit.NewPerKey(60, time.Minute, now), now, log.Named("logs"),
-		logsapi.WithChannelNames(channelNames(cfg)))
+	logs := logsapi.New(g.store, ratelimit.NewPerKey(60, time.Minute, now), now, log.Named("logs"), logsapi.WithRedactor(red))
 	billing := billingcompat.New(g.store, now)
 	g.handler = server.New(server.Options{
 		Config: cfg, Store: g.store, Chains: chains, Logger: log, Now: now,
@@ -475,15 +476,6 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hcl
 		log.Debug("plugin started", "name", name, "path", path)
 	}
 	return out, nil
-}
-
-func channelNames(cfg *config.Config) []string {
-	var out []string
-	for _, ch := range cfg.Channels {
-		out = append(out, ch.Name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // firstStart creates the demo account on the embedded default's first start

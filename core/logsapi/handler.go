@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -33,7 +34,7 @@ type Handler struct {
 	lim    *ratelimit.PerKey
 	now    func() time.Time
 	log    hclog.Logger
-	red    *Redactor
+	red    *redact.Redactor
 	cache  *summaryCache
 	prefix string
 }
@@ -44,7 +45,13 @@ type Option func(*Handler)
 // WithChannelNames sets the upstream channel names (the config's channel
 // blocks) masked as "[channel]" in error fields and technical views.
 func WithChannelNames(names []string) Option {
-	return func(h *Handler) { h.red = NewRedactor(names) }
+	return func(h *Handler) { h.red = redact.Channels(names) }
+}
+
+// WithRedactor sets the Redactor of error fields and technical views: the
+// gateway's one, which masks the operator's configured keys and hosts too.
+func WithRedactor(r *redact.Redactor) Option {
+	return func(h *Handler) { h.red = r }
 }
 
 // WithSummaryCacheSize bounds the number of cached summaries (default 4096).
@@ -70,7 +77,7 @@ func New(st store.Store, lim *ratelimit.PerKey, now func() time.Time, logger hcl
 		lim:    lim,
 		now:    now,
 		log:    logger,
-		red:    NewRedactor(nil),
+		red:    redact.New(redact.Options{}),
 		cache:  newSummaryCache(4096),
 		prefix: "/v1/logs",
 	}

@@ -296,30 +296,3 @@ func TestParseSummary(t *testing.T) {
 		})
 	}
 }
-
-func TestRedact(t *testing.T) {
-	r := NewRedactor([]string{"openai-main", "azure-eu"})
-	tests := []struct {
-		desc, in, want string
-	}{
-		{desc: "empty", in: "", want: ""},
-		{desc: "plain text untouched", in: "model overloaded, try again later", want: "model overloaded, try again later"},
-		{desc: "url", in: "POST https://api.example.com/v1/chat?key=abc failed", want: "POST [url] failed"},
-		{desc: "tollgate key", in: "bad key sk-tollgate-" + strings.Repeat("ab", 32), want: "bad key sk-[redacted]"},
-		{desc: "bearer", in: "header Authorization: Bearer abc.def", want: "header Authorization: Bearer [redacted]"},
-		{desc: "assignment", in: `{"api_key": "xyz123"}`, want: `{"api_key": "[redacted]"}`},
-		{desc: "long hex", in: "sig " + strings.Repeat("0f", 20) + " end", want: "sig [redacted] end"},
-		{desc: "long base64 mixing letters and digits", in: "tok AbCdEf0123456789AbCdEf0123456789xyz== end", want: "tok [redacted] end"},
-		{desc: "long plain word kept", in: "supercalifragilisticexpialidociousness", want: "supercalifragilisticexpialidociousness"},
-		{desc: "channel name", in: "channel openai-main returned 500", want: "channel [channel] returned 500"},
-		{desc: "channel name any case, adjacent", in: "tried OPENAI-MAIN,azure-eu", want: "tried [channel],[channel]"},
-		{desc: "channel name inside a word kept", in: "myopenai-mainframe", want: "myopenai-mainframe"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			if got := r.Redact(tc.in); got != tc.want {
-				t.Fatalf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -57,7 +58,7 @@ func nullable(s string) *string {
 }
 
 // redactedNullable redacts s; empty stays null.
-func (r *Redactor) nullable(s string) *string {
+func redactedNullable(r *redact.Redactor, s string) *string {
 	if s == "" {
 		return nil
 	}
@@ -65,7 +66,7 @@ func (r *Redactor) nullable(s string) *string {
 	return &s
 }
 
-func toRowJSON(row *store.LogRow, withAttempts bool, red *Redactor) rowJSON {
+func toRowJSON(row *store.LogRow, withAttempts bool, red *redact.Redactor) rowJSON {
 	submitted := row.SubmittedAt
 	if submitted.IsZero() {
 		submitted = row.CreatedAt
@@ -80,8 +81,8 @@ func toRowJSON(row *store.LogRow, withAttempts bool, red *Redactor) rowJSON {
 		KeyPrefix:     row.KeyPrefix,
 		Model:         row.Model,
 		Status:        row.Status,
-		ErrorCode:     red.nullable(row.ErrorCode),
-		ErrorMessage:  red.nullable(row.ErrorMessage),
+		ErrorCode:     redactedNullable(red, row.ErrorCode),
+		ErrorMessage:  redactedNullable(red, row.ErrorMessage),
 		InputTokens:   row.InputTokens,
 		OutputTokens:  row.OutputTokens,
 		CachedTokens:  row.CachedTokens,
@@ -108,8 +109,8 @@ func toRowJSON(row *store.LogRow, withAttempts bool, red *Redactor) rowJSON {
 				Seq:          a.Seq,
 				CreatedAt:    formatTime(a.CreatedAt),
 				LatencyMS:    a.LatencyMS,
-				ErrorCode:    red.nullable(a.ErrorCode),
-				ErrorMessage: red.nullable(a.ErrorMessage),
+				ErrorCode:    redactedNullable(red, a.ErrorCode),
+				ErrorMessage: redactedNullable(red, a.ErrorMessage),
 			}
 		}
 		out.Attempts = &atts
@@ -129,7 +130,7 @@ type techJSON struct {
 
 // toTechJSON renders row.Tech; its values go through the redactor like the
 // error fields, since the upstream group names channels and addresses.
-func toTechJSON(row *store.LogRow, red *Redactor) techJSON {
+func toTechJSON(row *store.LogRow, red *redact.Redactor) techJSON {
 	out := techJSON{ID: row.ID, Request: []store.KV{}, Upstream: []store.KV{}, Gateway: []store.KV{}}
 	t := row.Tech
 	if t == nil {
@@ -139,11 +140,11 @@ func toTechJSON(row *store.LogRow, red *Redactor) techJSON {
 	out.Request = redactKVs(t.Request, red)
 	out.Upstream = redactKVs(t.Upstream, red)
 	out.Gateway = redactKVs(t.Gateway, red)
-	out.RequestNote = red.nullable(t.RequestNote)
+	out.RequestNote = redactedNullable(red, t.RequestNote)
 	return out
 }
 
-func redactKVs(in []store.KV, red *Redactor) []store.KV {
+func redactKVs(in []store.KV, red *redact.Redactor) []store.KV {
 	out := make([]store.KV, len(in))
 	for i, kv := range in {
 		out[i] = store.KV{K: kv.K, V: red.Redact(kv.V)}

@@ -45,6 +45,13 @@ type Options struct {
 	Knobs sim.Knobs
 	// MaxBody bounds a request body; 0 means 64 MB.
 	MaxBody int64
+	// Leak makes errors name the server's base URL, its host:port and the
+	// key the call carried, as a careless upstream or proxy does (the
+	// gateway must mask them, PRODUCT.md §7): the message of an error
+	// status, and a stream cut by [sim:cut=N] ends with the vendor's
+	// in-stream error event (then a clean close) instead of a dropped
+	// connection.
+	Leak bool
 }
 
 // Server answers the vendors' chat APIs with the sim engine.
@@ -203,15 +210,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		stream = gjson.GetBytes(body, "stream").Bool()
 	}
 	if !stream {
-		s.chat(w, r, &call)
+		s.chat(w, r, &call, rt.p)
 		return
 	}
 	sk := sinkPool.Get().(*sseSink)
 	*sk = sseSink{w: w, array: rt.stream == 2, line: sk.line[:0]}
 	sk.f, _ = w.(http.Flusher)
+	if s.opts.Leak {
+		sk.p, sk.leak = rt.p, leakMessage(r)
+	}
 	err := s.engine.Stream(r.Context(), &call, sk)
 	if err == nil && sk.array && sk.n > 0 {
 		_, err = w.Write([]byte{']'})
+	}
+	if s.opts.Leak && !sk.array && sk.n > 0 && isBroken(err) {
+		err = sk.Event(streamError(rt.p, sk.n, sk.leak))
 	}
 	sk.w, sk.f = nil, nil
 	sinkPool.Put(sk)
@@ -221,13 +234,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // abortOn drops the connection when the engine broke the answer, so the
 // client sees a truncated body, as from a failing upstream.
 func abortOn(err error) {
-	var f *vendor.Failure
-	if errors.As(err, &f) && f.Kind == vendor.FailureBroken {
+	if isBroken(err) {
 		panic(http.ErrAbortHandler)
 	}
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request, call *sim.Call) {
+func isBroken(err error) bool {
+	var f *vendor.Failure
+	return errors.As(err, &f) && f.Kind == vendor.FailureBroken
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request, call *sim.Call, p protocol.ID) {
 	resp, err := s.engine.Chat(r.Context(), call)
 	if err != nil {
 		var f *vendor.Failure
@@ -248,8 +265,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, call *sim.Call) {
 	for k, v := range resp.Headers {
 		h[http.CanonicalHeaderKey(k)] = []string{v}
 	}
+	body := resp.Body
+	if s.opts.Leak && resp.Status >= 400 {
+		body = sim.ErrorBody(p, resp.Status, "", leakMessage(r))
+	}
 	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	_, _ = w.Write(body)
 }
 
 func (s *Server) getBuf() *bytes.Buffer {
@@ -276,6 +297,8 @@ type sseSink struct {
 	array bool
 	n     int
 	line  []byte
+	p     protocol.ID
+	leak  string // Options.Leak: the message error answers carry
 }
 
 func (k *sseSink) Head(h vendor.Head) error {
@@ -284,8 +307,12 @@ func (k *sseSink) Head(h vendor.Head) error {
 		for name, v := range h.Headers {
 			hd[http.CanonicalHeaderKey(name)] = []string{v}
 		}
+		body := h.Body
+		if k.leak != "" {
+			body = sim.ErrorBody(k.p, h.Status, "", k.leak)
+		}
 		k.w.WriteHeader(h.Status)
-		_, err := k.w.Write(h.Body)
+		_, err := k.w.Write(body)
 		return err
 	}
 	if k.array {

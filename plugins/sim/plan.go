@@ -56,9 +56,9 @@ func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs) *plan 
 		return pl
 	}
 	if c.lastIsUser && !c.hasResult {
-		if t, ok := pickTool(p, c); ok {
+		if t, args, ok := pickTool(p, c); ok {
 			pl.tool = t.name
-			pl.args = toolArgs(make([]byte, 0, 64), t, c.userText)
+			pl.args = args
 			pl.argFrags = max((len(pl.args)+argFragment-1)/argFragment, 1)
 			pl.out = int64(pl.argFrags) + pl.thinking
 			return pl
@@ -141,11 +141,30 @@ func snippet(s string) string {
 
 // pickTool applies the tool rule: the offered tool named earliest in the
 // last user message (whole word, exact case), else the first tool when the
-// message says "use a tool" or "call a tool".
-func pickTool(p protocol.ID, c *conv) (toolDef, bool) {
+// message says "use a tool" or "call a tool", else the tool that does the
+// action the message asks for in plain words (pickByIntent). It returns
+// the call's arguments.
+func pickTool(p protocol.ID, c *conv) (toolDef, []byte, bool) {
 	if !c.tools.IsArray() {
-		return toolDef{}, false
+		return toolDef{}, nil, false
 	}
+	if t, ok := namedTool(p, c); ok {
+		g := argGen{root: t.schema, text: argText(c.userText)}
+		if g.text == "" {
+			// "Use Glob to list the files": the action says what to fill.
+			if in := readIntent(c.userText, c.body); in.action != actNone {
+				tt := readTool(t)
+				return t, tt.args(&in), true
+			}
+		}
+		return t, toolArgsWith(make([]byte, 0, 64), t, &g), true
+	}
+	in := readIntent(c.userText, c.body)
+	return pickByIntent(p, c, &in)
+}
+
+// namedTool is the tool a message names, or the first for "use a tool".
+func namedTool(p protocol.ID, c *conv) (toolDef, bool) {
 	text := c.userText
 	var best, first toolDef
 	bestAt, found, any := len(text)+1, false, false
@@ -156,7 +175,7 @@ func pickTool(p protocol.ID, c *conv) (toolDef, bool) {
 		if !any {
 			first, any = t, true
 		}
-		if at := wordIndex(text, t.name); at >= 0 && (at < bestAt || at == bestAt && len(t.name) > len(best.name)) {
+		if at := nameIndex(text, t.name); at >= 0 && (at < bestAt || at == bestAt && len(t.name) > len(best.name)) {
 			best, bestAt, found = t, at, true
 		}
 		return true
@@ -168,6 +187,35 @@ func pickTool(p protocol.ID, c *conv) (toolDef, bool) {
 		return first, true
 	}
 	return toolDef{}, false
+}
+
+// nameIndex finds a tool's name in text, as wordIndex does, except where a
+// name that is also an action word opens a sentence ("Write a poem",
+// "Read README.md"): there it is the verb, and the intent rule decides.
+func nameIndex(text, name string) int {
+	if _, verb := verbs[strings.ToLower(name)]; !verb {
+		return wordIndex(text, name)
+	}
+	for off := 0; off < len(text); {
+		i := wordIndex(text[off:], name)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		if !sentenceStart(text, i) {
+			return i
+		}
+		off = i + len(name)
+	}
+	return -1
+}
+
+func sentenceStart(text string, i int) bool {
+	j := i
+	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
+		j--
+	}
+	return j == 0 || strings.ContainsRune(".!?\n", rune(text[j-1]))
 }
 
 // wordIndex finds name in text where it is not part of a longer identifier.

@@ -18,6 +18,7 @@ type conv struct {
 	hasResult    bool   // the last message carries a tool result
 	result       string // that result, as text or raw JSON
 	tools        gjson.Result
+	body         string       // the whole request, searched for the agent's working directory
 	instructions gjson.Result // responses: echoed in the response object
 	maxTokens    int64
 	includeUsage bool // completions: stream_options.include_usage
@@ -26,6 +27,7 @@ type conv struct {
 // toolDef is one offered function tool.
 type toolDef struct {
 	name   string
+	desc   string
 	schema gjson.Result
 }
 
@@ -36,7 +38,7 @@ const reminderPrefix = "<system-reminder>"
 // readConv parses body in protocol p and applies the markers found in the
 // conversation to k.
 func readConv(p protocol.ID, body string, k *Knobs) conv {
-	var c conv
+	c := conv{body: body}
 	root := gjson.Parse(body)
 	var last gjson.Result
 	switch p {
@@ -232,16 +234,16 @@ func eachTool(p protocol.ID, tools gjson.Result, fn func(toolDef) bool) {
 		case protocol.OpenAIChat:
 			if ty := t.Get("type").Str; ty == "function" || ty == "" {
 				f := t.Get("function")
-				return fn(toolDef{name: f.Get("name").Str, schema: f.Get("parameters")})
+				return fn(toolDef{name: f.Get("name").Str, desc: f.Get("description").Str, schema: f.Get("parameters")})
 			}
 		case protocol.AnthropicMessages:
 			// Server tools (web_search_...) have a type and no input_schema.
 			if s := t.Get("input_schema"); s.Exists() {
-				return fn(toolDef{name: t.Get("name").Str, schema: s})
+				return fn(toolDef{name: t.Get("name").Str, desc: t.Get("description").Str, schema: s})
 			}
 		case protocol.OpenAIResponses:
 			if t.Get("type").Str == "function" {
-				return fn(toolDef{name: t.Get("name").Str, schema: t.Get("parameters")})
+				return fn(toolDef{name: t.Get("name").Str, desc: t.Get("description").Str, schema: t.Get("parameters")})
 			}
 		case protocol.GeminiNative:
 			cont := true
@@ -254,7 +256,7 @@ func eachTool(p protocol.ID, tools gjson.Result, fn func(toolDef) bool) {
 				if !s.Exists() {
 					s = d.Get("parametersJsonSchema")
 				}
-				cont = fn(toolDef{name: d.Get("name").Str, schema: s})
+				cont = fn(toolDef{name: d.Get("name").Str, desc: d.Get("description").Str, schema: s})
 				return cont
 			})
 			return cont

@@ -11,12 +11,14 @@ import (
 const maxSchemaDepth = 12
 
 // argGen builds tool arguments valid against a JSON schema: every required
-// property and no other, the first enum value, bounds honoured. The first
-// string filled gets the argument text of the prompt (see argText), the
-// rest "sim".
+// property and no other, the first enum value, bounds honoured. A string
+// property fill knows (by its name: a command, a path...) gets fill's
+// value; otherwise the first string filled gets the argument text of the
+// prompt (see argText), the rest "sim".
 type argGen struct {
 	root gjson.Result
 	text string
+	fill func(name string, s gjson.Result) (string, bool) // nil = none
 }
 
 func (g *argGen) value(dst []byte, s gjson.Result, depth int) []byte {
@@ -84,10 +86,55 @@ func (g *argGen) object(dst []byte, s gjson.Result, depth int) []byte {
 		first = false
 		dst = appendStr(dst, name.Str)
 		dst = append(dst, ':')
-		dst = g.value(dst, props.Get(gjson.Escape(name.Str)), depth+1)
+		ps := props.Get(gjson.Escape(name.Str))
+		if v, ok := g.filled(name.Str, ps); ok {
+			dst = append(dst, v...)
+			return true
+		}
+		dst = g.value(dst, ps, depth+1)
 		return true
 	})
 	return append(dst, '}')
+}
+
+// filled is fill's value for a property of a string type, or of an argv
+// array (["bash", "-lc", command]), when fill has one that fits the
+// schema's bounds.
+func (g *argGen) filled(name string, s gjson.Result) ([]byte, bool) {
+	if g.fill == nil || s.Get("enum").Exists() || s.Get("const").Exists() {
+		return nil, false
+	}
+	switch schemaType(s) {
+	case "string":
+		v, ok := g.fill(name, s)
+		if !ok || !fits(s, v) {
+			return nil, false
+		}
+		return appendStr(nil, v), true
+	case "array":
+		items := s.Get("items")
+		if schemaType(items) != "string" || !isShellKey(propKey(name)) || s.Get("maxItems").Exists() && s.Get("maxItems").Int() < 3 {
+			return nil, false
+		}
+		v, ok := g.fill(name, items)
+		if !ok || v == "" {
+			return nil, false
+		}
+		b := append(appendStr(append(appendStr([]byte{'['}, "bash"), ','), "-lc"), ',')
+		return append(appendStr(b, v), ']'), true
+	}
+	return nil, false
+}
+
+// fits reports whether v meets a string schema's length bounds and format.
+func fits(s gjson.Result, v string) bool {
+	if mn := s.Get("minLength"); mn.Exists() && int64(len(v)) < mn.Int() {
+		return false
+	}
+	if mx := s.Get("maxLength"); mx.Exists() && int64(len(v)) > mx.Int() {
+		return false
+	}
+	return !s.Get("format").Exists() || s.Get("format").Str == "uri" || s.Get("format").Str == "url"
 }
 
 // resolve follows a local reference (#/$defs/x, #/definitions/x, #).
@@ -206,7 +253,10 @@ func argText(userText string) string {
 
 // toolArgs appends the JSON arguments for a call of t.
 func toolArgs(dst []byte, t toolDef, userText string) []byte {
-	g := argGen{root: t.schema, text: argText(userText)}
+	return toolArgsWith(dst, t, &argGen{root: t.schema, text: argText(userText)})
+}
+
+func toolArgsWith(dst []byte, t toolDef, g *argGen) []byte {
 	if !t.schema.Exists() || t.schema.Type == gjson.Null {
 		return append(dst, "{}"...)
 	}

@@ -61,10 +61,11 @@ async function plain(ctx, t, model, name) {
 }
 
 // tool: the model calls Bash, Claude Code runs it and sends the result back,
-// and the next turn ends the run. stream-json shows each message.
-async function tool(ctx, t, model, name) {
+// and the next turn ends the run. stream-json shows each message. want is
+// a text the tool's result must hold.
+async function tool(ctx, t, model, name, prompt = 'Use the Bash tool to run: echo tollgate-e2e', want = 'tollgate-e2e') {
   const { home, work } = workspace(ctx, name);
-  const res = await run(ctx.claude, ['-p', 'Use the Bash tool to run: echo tollgate-e2e', '--model', model,
+  const res = await run(ctx.claude, ['-p', prompt, '--model', model,
     '--output-format', 'stream-json', '--verbose', '--no-session-persistence', '--allowedTools', 'Bash', 'Read'],
   { env: env(ctx, t, home), cwd: work, timeoutMs: ctx.timeoutMs });
   check(!res.timedOut, `timed out after ${ctx.timeoutMs} ms: ${lastLines(res.stdout + res.stderr)}`);
@@ -82,6 +83,7 @@ async function tool(ctx, t, model, name) {
   check(result, `no tool_result for ${use.id}`);
   const text = typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
   check(!result.is_error, `the tool failed: input ${short(use.input)}, result ${short(text)}`);
+  check(text.includes(want), `the tool's result lacks ${want}: input ${short(use.input)}, result ${short(text)}`);
   check(final.num_turns >= 2, `want at least 2 turns (tool call, answer), got ${final.num_turns}`);
 }
 
@@ -90,5 +92,7 @@ export function cases(ctx, t) {
   return t.claude.flatMap(({ route, model }) => [
     { name: `claude-code/${t.name}/${route}/plain`, run: () => plain(ctx, t, model, `${t.name}-${route}-plain`) },
     { name: `claude-code/${t.name}/${route}/tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-tool`) },
+    // Asked in plain words, as a user would: the sim picks Bash and `ls`.
+    { name: `claude-code/${t.name}/${route}/plain-words-tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-words`, 'list the files of the current directory', 'README.md') },
   ]);
 }

@@ -72,16 +72,19 @@ async function plain(ctx, t, model, name) {
 // tool: Codex offers its shell as the function tool exec_command (seen with
 // e2e/agents/capture.mjs); the model calls it, Codex runs the command and
 // sends the output back, and the next turn answers.
-async function tool(ctx, t, model, name) {
-  const items = await exec(ctx, t, model, name, 'Use the exec_command tool to run: echo tollgate-e2e');
+async function tool(ctx, t, model, name, prompt = 'Use the exec_command tool to run: echo tollgate-e2e', want = 'tollgate-e2e') {
+  const items = await exec(ctx, t, model, name, prompt);
   const cmd = items.find((i) => i.type === 'command_execution');
   check(cmd, `no command_execution item: ${short(items.map((i) => i.type))}`);
   check(cmd.status === 'completed' && cmd.exit_code === 0, `the command did not succeed: ${short(cmd, 500)}`);
+  check(typeof cmd.aggregated_output !== 'string' || cmd.aggregated_output.includes(want), `the output lacks ${want}: ${short(cmd, 500)}`);
 }
 
 export function cases(ctx, t) {
   return t.codex.flatMap(({ route, model }) => [
     { name: `codex/${t.name}/${route}/plain`, run: () => plain(ctx, t, model, `${t.name}-${route}-plain`) },
     { name: `codex/${t.name}/${route}/tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-tool`) },
+    // Asked in plain words, as a user would: the sim picks exec_command and `ls`.
+    { name: `codex/${t.name}/${route}/plain-words-tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-words`, 'list the files of the current directory', 'README.md') },
   ]);
 }
