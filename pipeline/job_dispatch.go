@@ -280,7 +280,7 @@ func (s *dispatchStage) submitJob(ctx context.Context, c *Call) error {
 	}
 	t := store.Task{
 		ID: j.TaskID, AccountID: c.Account.ID, KeyID: c.Key.ID, KeyName: c.Key.Name, KeyPrefix: c.Key.Prefix,
-		Family: j.Spec.Name, Operation: j.Route.Operation, Model: c.ModelID, Status: store.TaskQueued,
+		Family: j.Spec.Name, UnitType: j.Spec.UnitType, Operation: j.Route.Operation, Model: c.ModelID, Status: store.TaskQueued,
 		RequestID: c.ID, HoldID: c.Hold.ID, Hold: c.Hold.Amount, Channel: first.Name, Vendor: first.Vendor,
 		Job: enc, SubmittedAt: c.Start, Deadline: c.Start.Add(maxRun), NextPollAt: now,
 		Owner: s.tasks.Owner(), LeaseUntil: now.Add(s.tasks.Lease()),

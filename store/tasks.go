@@ -45,6 +45,7 @@ type Task struct {
 	KeyName   string `json:"key_name"`
 	KeyPrefix string `json:"key_prefix"`
 	Family    string `json:"family"`    // image, video, ...
+	UnitType  string `json:"unit_type"` // its rows' unit_type
 	Operation string `json:"operation"` // the route's operation: generations, edits
 	Model     string `json:"model"`     // as the client named it
 	Status    string `json:"status"`

@@ -154,10 +154,37 @@ type listJSON struct {
 	InFlight   *[]inFlight `json:"in_flight,omitempty"`
 }
 
-// inFlight is an unfinished async job; the gateway has none yet, so the
-// list is always empty when asked for.
+// inFlight is an unfinished async job (spec rule 5): it becomes a row only
+// when it ends.
 type inFlight struct {
-	ID string `json:"id"`
+	Object      string `json:"object"`
+	TaskID      string `json:"task_id"`
+	RequestID   string `json:"request_id"`
+	Status      string `json:"status"`
+	Model       string `json:"model"`
+	UnitType    string `json:"unit_type"`
+	SubmittedAt string `json:"submitted_at"`
+	KeyID       string `json:"key_id"`
+	KeyName     string `json:"key_name"`
+	KeyPrefix   string `json:"key_prefix"`
+	Hold        string `json:"hold"`
+}
+
+// inFlightJobs lists the scope's unfinished tasks, newest first.
+func (h *Handler) inFlightJobs(r *http.Request, q store.LogQuery) ([]inFlight, error) {
+	ts, err := h.st.ListTasks(r.Context(), store.TaskQuery{AccountID: q.AccountID, KeyID: q.KeyID, Unfinished: true})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]inFlight, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, inFlight{
+			Object: "task", TaskID: t.ID, RequestID: t.RequestID, Status: t.Status, Model: t.Model,
+			UnitType: t.UnitType, SubmittedAt: formatTime(t.SubmittedAt), KeyID: t.KeyID, KeyName: t.KeyName,
+			KeyPrefix: t.KeyPrefix, Hold: t.Hold.String(),
+		})
+	}
+	return out, nil
 }
 
 func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, key store.Key) {
@@ -195,8 +222,12 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, key store.Ke
 		out.Data[i] = toRowJSON(&rows[i], p.include.attempts, h.red)
 	}
 	if p.include.inFlight && p.after == nil {
-		none := []inFlight{}
-		out.InFlight = &none
+		jobs, err := h.inFlightJobs(r, q)
+		if err != nil {
+			h.fail(w, apierr.Internal(err))
+			return
+		}
+		out.InFlight = &jobs
 	}
 	writeJSON(w, out)
 }
