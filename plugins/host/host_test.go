@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -414,6 +415,9 @@ func TestFind(t *testing.T) {
 				}
 			}
 		})
+	}
+	if got := host.Available(); !slices.Contains(got, "findtest-beside") || !slices.Contains(got, "findtest-dir") || !slices.IsSorted(got) {
+		t.Errorf("Available = %v", got)
 	}
 }
 
