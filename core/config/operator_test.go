@@ -246,7 +246,7 @@ func TestSuggest(t *testing.T) {
 	vendors := []string{"anthropic", "gemini", "openai", "openai-compatible", "sim"}
 	for name, want := range map[string]string{
 		"opnai": "openai", "OpenAI": "openai", "antropic": "anthropic", "gemeni": "gemini",
-		"openai-compatable": "openai-compatible", "sim": "", "mistral": "", "x": "",
+		"openai-compatable": "openai-compatible", "sim": "", "mistral": "", "x": "", "opneai": "openai",
 	} {
 		if got := Suggest(name, vendors); got != want {
 			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)

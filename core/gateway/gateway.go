@@ -27,7 +27,6 @@ import (
 	"github.com/tollgate-gw/tollgate/core/server"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
-	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
@@ -38,7 +37,8 @@ type Options struct {
 	Logger hclog.Logger
 	// Stages extends the pipeline registry with an integrator's stages.
 	Stages *pipeline.Registry
-	// Out receives the first-start banner (the demo key and curl line).
+	// Out receives the start-up banner (what listens, the config, where the
+	// admin token is; on the first start the demo key and a curl line).
 	Out io.Writer
 	// Ready, when set, is called with the bound address once serving.
 	Ready func(addr string)
@@ -48,12 +48,23 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	cfg, log := o.Config, o.Logger
 	now := time.Now
-	if cfg.Server.TLS != nil {
-		// Refuse rather than serve plain HTTP to an operator who asked for HTTPS.
-		return fmt.Errorf("%s: server.tls: automatic HTTPS is not available in this version; terminate TLS in front of Tollgate and remove the tls block", configName(cfg))
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
+	}
+	reg := o.Stages
+	if reg == nil {
+		reg = pipeline.NewRegistry()
+	}
+	// What the config cannot do is refused before the data directory is
+	// touched: TLS, unknown stages, vendors and channels their plugins refuse.
+	plugins := host.New(log.Named("plugin"))
+	defer plugins.Close()
+	vendors, err := preflight(ctx, cfg, reg, plugins, log)
+	if err != nil {
+		return err
 	}
 	dataDir := cfg.Store.Dir
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
@@ -85,16 +96,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	svc := admin.NewService(st, sealer, now)
+	svc := admin.NewService(st, sealer, now, cfg.Accounts.SignupCredit)
 
-	adminToken, tokenPath, err := adminToken(cfg, dataDir)
-	if err != nil {
-		return err
-	}
-
-	plugins := host.New(log.Named("plugin"))
-	defer plugins.Close()
-	vendors, err := startVendors(ctx, cfg, plugins, log)
+	adminToken, tokenFrom, err := adminToken(cfg, dataDir)
 	if err != nil {
 		return err
 	}
@@ -107,11 +111,7 @@ func Run(ctx context.Context, o Options) error {
 		Config: cfg, Store: st, Vendors: vendors, Logger: log, Now: now,
 		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth, Redact: red,
 	}
-	reg := o.Stages
-	if reg == nil {
-		reg = pipeline.NewRegistry()
-	}
-	chain, err := pipeline.Build(reg, deps, cfg.Pipeline.Stages, stageSettings(cfg))
+	chain, err := buildChain(reg, deps, cfg)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,8 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	addr := ln.Addr().String()
-	if err := firstStart(ctx, cfg, st, svc, o.Out, addr, tokenPath); err != nil {
+	b := banner{cfg: cfg, addr: addr, tokenFrom: tokenFrom, plugins: cfg.PluginNames()}
+	if err := b.demo(ctx, st, svc); err != nil {
 		ln.Close()
 		return err
 	}
@@ -145,8 +146,9 @@ func Run(ctx context.Context, o Options) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("serving", "addr", "http://"+addr, "config", configName(cfg))
-	fmt.Fprintf(o.Out, "Tollgate listening on http://%s\n", addr)
+	// The banner says it on stdout; the log line is for --log-level debug.
+	log.Debug("serving", "addr", "http://"+addr, "config", configName(cfg))
+	b.print(o.Out)
 	if o.Ready != nil {
 		o.Ready(addr)
 	}
@@ -196,111 +198,34 @@ func Recover(ctx context.Context, st store.Store, now func() time.Time) (int, er
 	return n, nil
 }
 
+// tokenSource says where the admin token came from, for the banner.
+type tokenSource struct {
+	config bool   // server.admin_token
+	env    bool   // $TOLLGATE_ADMIN_TOKEN
+	file   string // the token file in the data dir
+	made   bool   // the file was written at this start
+}
+
 // adminToken is server.admin_token, else TOLLGATE_ADMIN_TOKEN, else a token
-// generated into the data dir (its path is printed).
-func adminToken(cfg *config.Config, dir string) (token, path string, err error) {
+// generated into the data dir (its path is printed, never the token).
+func adminToken(cfg *config.Config, dir string) (string, tokenSource, error) {
 	if cfg.Server.AdminToken != "" {
-		return cfg.Server.AdminToken, "", nil
+		return cfg.Server.AdminToken, tokenSource{config: true}, nil
 	}
 	if t := os.Getenv("TOLLGATE_ADMIN_TOKEN"); t != "" {
-		return t, "", nil
+		return t, tokenSource{env: true}, nil
 	}
-	path = filepath.Join(dir, "admin.token")
+	path := filepath.Join(dir, "admin.token")
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), path, nil
+		return strings.TrimSpace(string(b)), tokenSource{file: path}, nil
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
+		return "", tokenSource{}, err
 	}
-	token = "tga_" + hex.EncodeToString(b[:])
+	token := "tga_" + hex.EncodeToString(b[:])
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", "", err
+		return "", tokenSource{}, err
 	}
-	return token, path, nil
-}
-
-// startVendors launches each vendor plugin the channels use, handing each
-// only its own channels and secrets.
-func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
-	out := map[string]vendor.Vendor{}
-	for _, name := range cfg.PluginNames() {
-		var explicit string
-		var settings map[string]string
-		for _, p := range cfg.Plugins {
-			if p.Name == name {
-				explicit, settings = p.Path, p.Settings
-			}
-		}
-		path, err := host.Find(name, explicit)
-		if err != nil {
-			return nil, err
-		}
-		vc := vendor.Config{Settings: settings}
-		for _, ch := range cfg.Channels {
-			if ch.Vendor == name {
-				vc.Channels = append(vc.Channels, vendor.Channel{
-					Name: ch.Name, BaseURL: ch.BaseURL, APIKey: ch.APIKey,
-					Protocols: ch.Protocols, Settings: ch.Settings,
-				})
-			}
-		}
-		v, err := h.Start(ctx, name, path, vc)
-		if err != nil {
-			return nil, fmt.Errorf("start plugin %q (%s): %w", name, path, err)
-		}
-		out[name] = v
-		log.Debug("plugin started", "name", name, "path", path)
-	}
-	return out, nil
-}
-
-// firstStart creates the demo account on the embedded default's first start
-// and prints its key once, with a ready curl line.
-func firstStart(ctx context.Context, cfg *config.Config, st store.Store, svc *admin.Service, out io.Writer, addr, tokenPath string) error {
-	if tokenPath != "" {
-		fmt.Fprintf(out, "Admin token: %s\n", tokenPath)
-	}
-	if cfg.Source != "" {
-		return nil
-	}
-	accts, err := st.ListAccounts(ctx)
-	if err != nil || len(accts) > 0 {
-		return err
-	}
-	a, err := svc.CreateAccount(ctx, "demo", nil)
-	if err != nil {
-		return err
-	}
-	name := "demo key"
-	_, raw, err := svc.CreateKey(ctx, a.ID, admin.KeySpec{Name: &name})
-	if err != nil {
-		return err
-	}
-	model := "sim-chat"
-	if len(cfg.Models) > 0 {
-		if _, ok := cfg.Model(model); !ok {
-			model = cfg.Models[0].ID
-		}
-	}
-	fmt.Fprintf(out, `
-Tollgate is running on the embedded default (sim upstream, data in %s).
-A demo account holds %s trial credit. Its API key, shown this once:
-
-    %s
-
-Try it:
-
-    curl -s http://%s/v1/chat/completions \
-      -H "Authorization: Bearer %s" \
-      -H "Content-Type: application/json" \
-      -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
-
-`, cfg.Store.Dir, admin.SignupCredit, raw, addr, raw, model)
-	return nil
-}
-
-// stageSettings returns each stage's settings from the config.
-func stageSettings(cfg *config.Config) map[string]map[string]string {
-	return cfg.Pipeline.Settings
+	return token, tokenSource{file: path, made: true}, nil
 }
