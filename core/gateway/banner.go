@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -82,9 +83,24 @@ func (b *banner) demo(ctx context.Context, st store.Store, svc *admin.Service) e
 	return nil
 }
 
+// reach is the address this machine reaches the gateway at: the bound
+// one, or loopback when it listens on every interface.
+func (b *banner) reach() string {
+	host, port, err := net.SplitHostPort(b.addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return b.addr
+}
+
 // print writes the banner once.
 func (b *banner) print(out io.Writer) {
-	fmt.Fprintf(out, "Tollgate listening on http://%s\n", b.addr)
+	if r := b.reach(); r != b.addr {
+		_, port, _ := net.SplitHostPort(b.addr)
+		fmt.Fprintf(out, "Tollgate listening on http://0.0.0.0:%s (every interface; from this machine http://%s)\n", port, r)
+	} else {
+		fmt.Fprintf(out, "Tollgate listening on http://%s\n", b.addr)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if b.cfg.Source == "" {
 		fmt.Fprintf(tw, "  config:\tembedded default (the sim upstream; tollgate serve --config FILE runs your own)\n")
@@ -117,7 +133,7 @@ Try it:
       -H "Content-Type: application/json" \
       -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
 
-`, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.addr, d.raw, b.demoModel())
+`, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
 	}
 }
 
@@ -139,8 +155,8 @@ func (b *banner) tokenLine() string {
 // --url and --data-dir only where they differ from the CLI's defaults.
 func (b *banner) adminCmd(args string) string {
 	cmd := "tollgate admin"
-	if b.addr != "127.0.0.1:8080" {
-		cmd += " --url http://" + b.addr
+	if r := b.reach(); r != "127.0.0.1:8080" {
+		cmd += " --url http://" + r
 	}
 	if dir := filepath.Clean(b.cfg.Store.Dir); b.tokenFrom.file != "" && dir != "data" {
 		cmd += " --data-dir " + b.cfg.Store.Dir
