@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/keys"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -142,12 +143,12 @@ type Handler struct {
 	store store.Store
 	token string
 	log   hclog.Logger
-	mux   *http.ServeMux
+	mux   *routes.Mux
 }
 
 // NewHandler returns the admin API. token must not be empty.
 func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger) *Handler {
-	h := &Handler{svc: svc, store: st, token: token, log: logger.Named("admin"), mux: http.NewServeMux()}
+	h := &Handler{svc: svc, store: st, token: token, log: logger.Named("admin"), mux: routes.New()}
 	m := h.mux
 	m.HandleFunc("POST /admin/v1/accounts", h.createAccount)
 	m.HandleFunc("GET /admin/v1/accounts", h.listAccounts)
@@ -162,6 +163,9 @@ func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger)
 	m.HandleFunc("DELETE /admin/v1/keys/{id}", h.deleteKey)
 	return h
 }
+
+// Routes is the admin route table: docs/reference.md is tested against it.
+func (h *Handler) Routes() *routes.Mux { return h.mux }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
@@ -36,7 +37,7 @@ type Server struct {
 	limits  *ratelimit.Account
 	log     hclog.Logger
 	now     func() time.Time
-	mux     *http.ServeMux
+	mux     *routes.Mux
 	usage   *usageCache
 	vendors map[string]vendor.Vendor
 }
@@ -65,7 +66,7 @@ type Options struct {
 func New(o Options) *Server {
 	s := &Server{
 		cfg: o.Config, store: o.Store, chain: o.Chain, auth: o.Auth, limits: o.Limits,
-		log: o.Logger.Named("http"), now: o.Now, mux: http.NewServeMux(),
+		log: o.Logger.Named("http"), now: o.Now, mux: routes.New(),
 		usage: newUsageCache(o.Store, o.Now, time.Minute), vendors: o.Vendors,
 	}
 	chat := func(p protocol.ID) http.HandlerFunc {
@@ -102,6 +103,9 @@ func New(o Options) *Server {
 	})
 	return s
 }
+
+// Routes is the route table: docs/reference.md is tested against it.
+func (s *Server) Routes() *routes.Mux { return s.mux }
 
 // ServeHTTP gives every response its trace id, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
