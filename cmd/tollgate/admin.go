@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -578,6 +580,10 @@ func adminCall(c *cli.Context, method, path string, body, out any, human func(io
 	client := &http.Client{Timeout: 60 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("no gateway answers at %s (%v); is tollgate serve running? Point --url (or $TOLLGATE_URL) at its listen address", strings.TrimSuffix(base, adminPrefix), op.Err)
+		}
 		return fmt.Errorf("admin API at %s: %w", base, err)
 	}
 	defer resp.Body.Close()
@@ -627,6 +633,9 @@ func adminEndpoint(c *cli.Context) (string, string, error) {
 	if token == "" {
 		path := filepath.Join(global(c, "data-dir"), "admin.token")
 		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", "", fmt.Errorf("no admin token: %s does not exist (tollgate serve writes it into its data directory); pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory", path)
+		}
 		if err != nil {
 			return "", "", fmt.Errorf("no admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory (%v)", err)
 		}

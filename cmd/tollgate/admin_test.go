@@ -395,6 +395,8 @@ func TestAdminErrors(t *testing.T) {
 		{desc: "enable and disable", args: []string{"key", "update", "key_1", "--enable", "--disable"}, err: "key update: --enable and --disable exclude each other"},
 		{desc: "key update with nothing", args: []string{"key", "update", "key_1"}, err: "key update: nothing to change; give at least one flag"},
 		{desc: "bad url", global: []string{"--url", "127.0.0.1:8080", "--token", "tok"}, args: []string{"account", "list"}, err: `--url "127.0.0.1:8080": want http:// or https://`},
+		{desc: "no gateway", global: []string{"--url", "http://127.0.0.1:1", "--token", "tok"}, args: []string{"account", "list"},
+			err: "no gateway answers at http://127.0.0.1:1 (connect: connection refused); is tollgate serve running? Point --url (or $TOLLGATE_URL) at its listen address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -446,7 +448,7 @@ func TestAdminTokenSources(t *testing.T) {
 		{desc: "empty token file", args: []string{"--url", srv.URL, "--data-dir", empty}, err: "no admin token: " + filepath.Join(empty, "admin.token") + " is empty"},
 		{
 			desc: "no token anywhere", args: []string{"--url", srv.URL, "--data-dir", filepath.Join(dir, "nope")},
-			err: "no admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory (open " + filepath.Join(dir, "nope", "admin.token") + ": no such file or directory)",
+			err: "no admin token: " + filepath.Join(dir, "nope", "admin.token") + " does not exist (tollgate serve writes it into its data directory); pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory",
 		},
 	}
 	for _, tc := range tests {

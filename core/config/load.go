@@ -719,21 +719,54 @@ func (d *decoder) channel(b *hcl.Block, reg *registry) (ch Channel, enabled bool
 	return ch, enabled
 }
 
+// minAdminToken is the shortest admin token that does not draw a warning.
+const minAdminToken = 16
+
+// localHost reports whether host is loopback or a private address, where
+// plain http does not leave the machine or the site.
+func localHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate())
+}
+
 // warnings finds what loads but probably is not what the operator meant.
 func (d *decoder) warnings(cfg *Config) hcl.Diagnostics {
 	var out hcl.Diagnostics
 	warn := func(ref Ref, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if ref.Attr != "" && !strings.HasPrefix(msg, ref.Attr) {
+			msg = ref.Attr + ": " + msg
+		}
 		r := d.ranges[ref]
-		out = append(out, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: ref.String() + ": " + fmt.Sprintf(format, args...), Subject: r.Ptr()})
+		out = append(out, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: ref.String() + ": " + msg, Subject: r.Ptr()})
+	}
+	if t := cfg.Server.AdminToken; t != "" && len(t) < minAdminToken {
+		warn(Ref{Kind: "server", Attr: "admin_token"}, "admin_token is %d characters; whoever guesses it controls every account and key: use %d or more random characters (or leave it out and one is generated)", len(t), 2*minAdminToken)
 	}
 	for _, m := range cfg.Models {
+		ref := Ref{Kind: "model", Name: m.ID}
 		if len(cfg.byModel[m.ID]) == 0 {
-			warn(Ref{Kind: "model", Name: m.ID}, "no enabled channel serves it; calls to it get 503 no_channel_available")
+			warn(ref, "no enabled channel serves it; calls to it get 503 no_channel_available")
+		}
+		if m.Free || m.Family != "chat" {
+			continue
+		}
+		if p := m.Price; p.Output == 0 {
+			warn(Ref{Kind: "model", Name: m.ID, Attr: "price"}, "output is not priced, so generated tokens are free; set output (per million tokens)")
+		} else if p.CachedInput > p.Input {
+			warn(Ref{Kind: "model", Name: m.ID, Attr: "price"}, "cached_input (%s) is above input (%s): cached tokens would cost more than fresh ones; are the two swapped?", p.CachedInput, p.Input)
 		}
 	}
 	for _, ch := range cfg.Channels {
+		ref := Ref{Kind: "channel", Name: ch.Name}
 		if len(ch.Models) == 0 {
-			warn(Ref{Kind: "channel", Name: ch.Name}, "lists no models, so it serves nothing (add models = [...])")
+			warn(ref, "lists no models, so it serves nothing (add models = [...])")
+		}
+		if u, err := url.Parse(ch.BaseURL); err == nil && u.Scheme == "http" && ch.APIKey != "" && !localHost(u.Hostname()) {
+			warn(Ref{Kind: "channel", Name: ch.Name, Attr: "base_url"}, "plain http to %s: the api_key crosses the network unencrypted; use https", u.Host)
 		}
 	}
 	vendors := cfg.PluginNames()

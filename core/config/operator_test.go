@@ -132,7 +132,10 @@ func TestDisabledChannel(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, `
 model "m" {
-  price { input = "1" }
+  price {
+    input  = "1"
+    output = "2"
+  }
 }
 channel "sim" {
   vendor    = "sim"
@@ -165,26 +168,58 @@ channel "openai" {
 func TestWarnings(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, `
+server { admin_token = "secret" }
 plugin "opnai" {}
 model "m" {
-  price { input = "1" }
+  price {
+    input  = "1"
+    output = "2"
+  }
 }
 model "lonely" {
   free = true
 }
+model "input-only" {
+  price { input = "1" }
+}
+model "swapped" {
+  price {
+    input        = "0.1"
+    output       = "1"
+    cached_input = "1"
+  }
+}
 channel "c" {
   vendor    = "openai"
   protocols = ["openai_chat"]
-  models    = ["m"]
+  models    = ["m", "input-only", "swapped"]
 }
 channel "idle" {
   vendor    = "sim"
   protocols = ["openai_chat"]
+}
+channel "plain" {
+  vendor    = "openai-compatible"
+  base_url  = "http://llm.example.com:8000"
+  api_key   = "k"
+  protocols = ["openai_chat"]
+  models    = ["m"]
+}
+channel "local" {
+  vendor    = "openai-compatible"
+  base_url  = "http://10.0.0.5:8000"
+  api_key   = "k"
+  protocols = ["openai_chat"]
+  models    = ["m"]
 }`)
 	want := []string{
-		`t.hcl:2,1-15: plugin "opnai": no enabled channel has vendor = "opnai", so this block is unused (did you mean "openai"?)`,
-		`t.hcl:6,1-15: model "lonely": no enabled channel serves it; calls to it get 503 no_channel_available`,
-		`t.hcl:14,1-15: channel "idle": lists no models, so it serves nothing (add models = [...])`,
+		`t.hcl:2,24-32: server: admin_token is 6 characters; whoever guesses it controls every account and key: use 32 or more random characters (or leave it out and one is generated)`,
+		`t.hcl:3,1-15: plugin "opnai": no enabled channel has vendor = "opnai", so this block is unused (did you mean "openai"?)`,
+		`t.hcl:10,1-15: model "lonely": no enabled channel serves it; calls to it get 503 no_channel_available`,
+		`t.hcl:14,3-8: model "input-only": price: output is not priced, so generated tokens are free; set output (per million tokens)`,
+		`t.hcl:17,3-8: model "swapped": price: cached_input (1) is above input (0.1): cached tokens would cost more than fresh ones; are the two swapped?`,
+		`t.hcl:28,1-15: channel "idle": lists no models, so it serves nothing (add models = [...])`,
+		`t.hcl:34,15-44: channel "plain": base_url: plain http to llm.example.com:8000: the api_key crosses the network unencrypted; use https`,
 	}
 	if got := cfg.Warnings(); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -74,6 +75,9 @@ func Run(ctx context.Context, o Options) error {
 		Logger: log.Named("store"), Strict: cfg.Server.Durability == "strict",
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return fmt.Errorf("the data directory %s is in use by another tollgate (its store is locked); stop that one, or give this one another --data-dir", dataDir)
+		}
 		return fmt.Errorf("open store in %s: %w", dataDir, err)
 	}
 	defer st.Close()
@@ -127,6 +131,9 @@ func Run(ctx context.Context, o Options) error {
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: the address is in use (another tollgate?); stop it, or choose another with --listen or server { listen }", cfg.Server.Listen)
+		}
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	addr := ln.Addr().String()
