@@ -93,30 +93,26 @@ func (b *banner) reach() string {
 	return b.addr
 }
 
-// print writes the banner once.
+// print writes the banner once. Its last line, "Tollgate listening on
+// http://ADDR", says the gateway is ready: scripts wait for it, and by then
+// the rest of the banner is out.
 func (b *banner) print(out io.Writer) {
-	if r := b.reach(); r != b.addr {
-		_, port, _ := net.SplitHostPort(b.addr)
-		fmt.Fprintf(out, "Tollgate listening on http://0.0.0.0:%s (every interface; from this machine http://%s)\n", port, r)
-	} else {
-		fmt.Fprintf(out, "Tollgate listening on http://%s\n", b.addr)
-	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if b.cfg.Source == "" {
-		fmt.Fprintf(tw, "  config:\tembedded default (the sim upstream; tollgate serve --config FILE runs your own)\n")
+		fmt.Fprintf(tw, "config:\tembedded default (the sim upstream; tollgate serve --config FILE runs your own)\n")
 	} else {
-		fmt.Fprintf(tw, "  config:\t%s\n", b.cfg.Source)
+		fmt.Fprintf(tw, "config:\t%s\n", b.cfg.Source)
 	}
-	fmt.Fprintf(tw, "  data:\t%s\n", b.cfg.Store.Dir)
-	fmt.Fprintf(tw, "  admin token:\t%s\n", b.tokenLine())
-	fmt.Fprintf(tw, "  vendors:\t%s\n", strings.Join(b.plugins, ", "))
+	fmt.Fprintf(tw, "data:\t%s\n", b.cfg.Store.Dir)
+	fmt.Fprintf(tw, "admin token:\t%s\n", b.tokenLine())
+	fmt.Fprintf(tw, "vendors:\t%s\n", strings.Join(b.plugins, ", "))
 	switch {
 	case b.demoAcct != "" && b.demoKeyID != "":
-		fmt.Fprintf(tw, "  demo account:\t%s exists; print its key again with: %s\n", b.demoAcct, b.adminCmd("key reveal "+b.demoKeyID))
+		fmt.Fprintf(tw, "demo account:\t%s exists; print its key again with: %s\n", b.demoAcct, b.adminCmd("key reveal "+b.demoKeyID))
 	case b.demoAcct != "":
-		fmt.Fprintf(tw, "  demo account:\t%s exists; make it a key with: %s\n", b.demoAcct, b.adminCmd("key create "+b.demoAcct+" --name "+"'"+demoKey+"'"))
+		fmt.Fprintf(tw, "demo account:\t%s exists; make it a key with: %s\n", b.demoAcct, b.adminCmd("key create "+b.demoAcct+" --name "+"'"+demoKey+"'"))
 	case b.noAccounts:
-		fmt.Fprintf(tw, "  accounts:\tnone yet; create one with: %s\n", b.adminCmd("account create --name NAME"))
+		fmt.Fprintf(tw, "accounts:\tnone yet; create one with: %s\n", b.adminCmd("account create --name NAME"))
 	}
 	_ = tw.Flush()
 	if d := b.demoFirst; d != nil {
@@ -132,8 +128,14 @@ Try it:
       -H "Authorization: Bearer %s" \
       -H "Content-Type: application/json" \
       -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
-
 `, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
+	}
+	fmt.Fprintln(out)
+	if r := b.reach(); r != b.addr {
+		_, port, _ := net.SplitHostPort(b.addr)
+		fmt.Fprintf(out, "Tollgate listening on http://0.0.0.0:%s (every interface; from this machine http://%s)\n", port, r)
+	} else {
+		fmt.Fprintf(out, "Tollgate listening on http://%s\n", b.addr)
 	}
 }
 
