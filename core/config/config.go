@@ -158,7 +158,9 @@ type Price struct {
 	PerGeneration money.Nano
 }
 
-// IsZero reports whether no price is set at all.
+// IsZero reports whether no price is set at all: such a model is refused
+// unless it says free = true. A new price field that is not comparable (a
+// map of tiers) must be checked here by hand.
 func (p Price) IsZero() bool {
 	return p == Price{}
 }
