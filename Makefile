@@ -5,6 +5,12 @@ GO        ?= go
 BIN       := bin
 PLUGINS   := sim openai anthropic gemini openai-compatible
 GOFLAGS_B := -trimpath
+# `tollgate version` says which build this is: the tag (or dev), the commit
+# and the build date, set at link time.
+VERSION   ?= $(shell git describe --tags --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME  ?= 2000x
 
 .PHONY: all build plugins run test test-unit fuzz bench proto lint clean deps
@@ -17,7 +23,7 @@ deps:
 # The gateway and every vendor plugin, side by side (plugins are found
 # beside the tollgate binary).
 build: deps plugins
-	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate ./cmd/tollgate
+	$(GO) build $(GOFLAGS_B) -ldflags "$(LDFLAGS)" -o $(BIN)/tollgate ./cmd/tollgate
 
 plugins: deps
 	@mkdir -p $(BIN)

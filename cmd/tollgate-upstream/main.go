@@ -13,6 +13,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,15 +30,28 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "tollgate-upstream:", err)
-		os.Exit(1)
+	os.Exit(exitCode(run(os.Args[1:], os.Stderr), os.Stderr))
+}
+
+// exitCode is 0 for a run that ended well or only printed its help
+// (--help), else 1 with the error on log.
+func exitCode(err error, log io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
 	}
+	fmt.Fprintln(log, "error:", err)
+	return 1
 }
 
 func run(args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("tollgate-upstream", flag.ContinueOnError)
 	fs.SetOutput(log)
+	fs.Usage = func() {
+		fmt.Fprintln(log, "tollgate-upstream runs the OpenAI, Anthropic and Gemini simulators on one port (tests, benchmarks).")
+		fmt.Fprintln(log, "\nUsage: tollgate-upstream [flags]")
+		fs.PrintDefaults()
+	}
 	listen := fs.String("listen", "127.0.0.1:9999", "address to listen on")
 	key := fs.String("api-key", "", "API key every call must carry (empty: any key)")
 	fault := fs.String("fault", "", "default sim knobs, marker syntax without brackets (e.g. \"slow=5ms,chunks=20\")")

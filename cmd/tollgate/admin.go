@@ -7,15 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 )
 
@@ -31,19 +35,15 @@ func adminCommand() *cli.Command {
 		&cli.BoolFlag{Name: "logs-account-scope", Usage: "the key may read the whole account's logs"},
 		&cli.StringFlag{Name: "kind", Usage: "key kind: console, employee, desktop or agent"},
 	}
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:  "admin",
 		Usage: "manage accounts, credits and keys through the admin API",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", EnvVars: []string{"TOLLGATE_URL"}, Usage: "gateway address"},
-			&cli.StringFlag{Name: "token", EnvVars: []string{"TOLLGATE_ADMIN_TOKEN"}, Usage: "admin token (default: <data-dir>/admin.token)"},
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "where admin.token is when no token is given"},
-			&cli.BoolFlag{Name: "json", Usage: "print the API's JSON as it is"},
-		},
+		Flags: adminGlobalFlags(true),
 		Subcommands: []*cli.Command{
 			{
-				Name:  "account",
-				Usage: "create, list, inspect, disable and credit accounts",
+				Name:    "account",
+				Aliases: []string{"accounts"},
+				Usage:   "create, list, inspect, disable and credit accounts",
 				Subcommands: []*cli.Command{
 					{
 						Name: "create", Usage: "create an account", ArgsUsage: " ",
@@ -77,8 +77,9 @@ func adminCommand() *cli.Command {
 				},
 			},
 			{
-				Name:  "key",
-				Usage: "create, list, reveal, update and delete API keys",
+				Name:    "key",
+				Aliases: []string{"keys"},
+				Usage:   "create, list, reveal, update and delete API keys",
 				Subcommands: []*cli.Command{
 					{
 						Name: "create", Usage: "create a key; its raw value is printed once", ArgsUsage: "ACCOUNT_ID",
@@ -102,6 +103,55 @@ func adminCommand() *cli.Command {
 			},
 		},
 	}
+	addGlobalFlags(cmd.Subcommands)
+	return cmd
+}
+
+// adminGlobalFlags are the flags every admin command takes, before or after
+// its subcommand and arguments (`tollgate admin key list ID --json`). Only
+// the `admin` level reads the environment, so a flag given anywhere on
+// the command line wins over it.
+func adminGlobalFlags(env bool) []cli.Flag {
+	envs := func(name string) []string {
+		if env {
+			return []string{name}
+		}
+		return nil
+	}
+	const cat = "admin API"
+	return []cli.Flag{
+		&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", EnvVars: envs("TOLLGATE_URL"), Usage: "gateway address", Category: cat},
+		&cli.StringFlag{Name: "token", EnvVars: envs("TOLLGATE_ADMIN_TOKEN"), Usage: "admin token (default: <data-dir>/admin.token)", Category: cat},
+		&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the gateway's data directory, where admin.token is when no token is given", Category: cat},
+		&cli.BoolFlag{Name: "json", Usage: "print the API's JSON as it is", Category: cat},
+	}
+}
+
+func addGlobalFlags(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.Flags = append(c.Flags, adminGlobalFlags(false)...)
+		addGlobalFlags(c.Subcommands)
+	}
+}
+
+// global reads an admin flag where it was given last on the command line
+// (nearest the subcommand), else from the environment, else its default.
+func global(c *cli.Context, name string) string {
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.IsSet(name) {
+			return x.String(name)
+		}
+	}
+	return c.String(name)
+}
+
+func globalJSON(c *cli.Context) bool {
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.IsSet("json") {
+			return x.Bool("json")
+		}
+	}
+	return false
 }
 
 // adminAccount, adminKey and adminWallet mirror the admin API's JSON, for the human output.
@@ -254,11 +304,74 @@ func adminKeyCreate(c *cli.Context) error {
 	}
 	body["enabled"] = !c.Bool("disabled")
 	body["logs_account_scope"] = c.Bool("logs-account-scope")
+	adminKeyWarnings(c, body)
 	var k adminKey
 	return adminCall(c, http.MethodPost, "/accounts/"+id+"/keys", body, &k, func(w io.Writer) {
-		adminPrintKey(w, k)
-		fmt.Fprintln(w, "\nThe raw key is shown once; store it now.")
+		adminPrintKey(w, k, false)
+		if k.Revealable {
+			fmt.Fprintf(w, "\nThe raw key is shown once here; store it now (an admin can print it again with: tollgate admin key reveal %s).\n", k.ID)
+		} else {
+			fmt.Fprintln(w, "\nThe raw key is shown once; store it now.")
+		}
 	})
+}
+
+// adminKeyWarnings warns, before a key is created or changed, of what
+// makes it useless: model ids this gateway does not serve (calls get
+// model_not_found) and an expiry already past (calls get "api key
+// expired"). The key is still written: the operator may know better.
+func adminKeyWarnings(c *cli.Context, body map[string]any) {
+	if exp, ok := body["expires_at"].(string); ok {
+		if t, err := time.Parse(time.RFC3339, exp); err == nil && !t.After(time.Now()) {
+			warnf(c, "--expires-at %s is in the past: the key is expired from the start (its calls get 401 api key expired)", exp)
+		}
+	}
+	ids, _ := body["allowed_models"].([]string)
+	if len(ids) == 0 {
+		return
+	}
+	known, ok := adminModels(c)
+	if !ok {
+		return // an old or unreachable gateway: the create call will say more
+	}
+	for _, id := range ids {
+		if !slices.Contains(known, id) {
+			hint := ""
+			if s := config.Suggest(id, known); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			warnf(c, "--allowed-models: %q is not a model of this gateway%s; the key may list it, but calls to it get model_not_found", id, hint)
+		}
+	}
+}
+
+// adminModels lists the gateway's model ids and aliases from its public
+// registry (GET /api/v1/models/public, no key needed).
+func adminModels(c *cli.Context) ([]string, bool) {
+	base := strings.TrimRight(global(c, "url"), "/")
+	req, err := http.NewRequestWithContext(c.Context, http.MethodGet, base+"/api/v1/models/public", nil)
+	if err != nil {
+		return nil, false
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID      string   `json:"id"`
+			Aliases []string `json:"aliases"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&list) != nil {
+		return nil, false
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(append(ids, m.ID), m.Aliases...)
+	}
+	return ids, true
 }
 
 func adminKeyList(c *cli.Context) error {
@@ -271,7 +384,7 @@ func adminKeyList(c *cli.Context) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tENABLED\tMODELS\tEXPIRES\tKIND")
 		for _, k := range list.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Enabled, adminModels(k.AllowedModels), adminExpiry(k.ExpiresAt), k.Kind)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.Enabled, adminModelList(k.AllowedModels), adminExpiry(k.ExpiresAt), k.Kind)
 		}
 		_ = tw.Flush()
 	})
@@ -309,8 +422,9 @@ func adminKeyUpdate(c *cli.Context) error {
 	if len(body) == 0 {
 		return errors.New("key update: nothing to change; give at least one flag")
 	}
+	adminKeyWarnings(c, body)
 	var k adminKey
-	return adminCall(c, http.MethodPatch, "/keys/"+id, body, &k, func(w io.Writer) { adminPrintKey(w, k) })
+	return adminCall(c, http.MethodPatch, "/keys/"+id, body, &k, func(w io.Writer) { adminPrintKey(w, k, true) })
 }
 
 func adminKeyDelete(c *cli.Context) error {
@@ -378,11 +492,11 @@ func adminKeyBody(c *cli.Context) (map[string]any, error) {
 // also why no flag after an id can be marked Required.
 func adminWithID(c *cli.Context, what string) (*cli.Context, string, error) {
 	if c.NArg() == 0 {
-		return nil, "", fmt.Errorf("%s: missing %s", adminCmdPath(c), what)
+		return nil, "", fmt.Errorf("%s: missing %s", cmdPath(c), what)
 	}
 	id, rest := c.Args().First(), c.Args().Tail()
 	if strings.TrimSpace(id) == "" || strings.Contains(id, "/") {
-		return nil, "", fmt.Errorf("%s: %q is not a valid %s", adminCmdPath(c), id, what)
+		return nil, "", fmt.Errorf("%s: %q is not a valid %s", cmdPath(c), id, what)
 	}
 	if len(rest) == 0 {
 		return c, id, nil
@@ -411,25 +525,14 @@ func adminWithID(c *cli.Context, what string) (*cli.Context, string, error) {
 		return nil, "", cli.Exit("", 0) // help printed, nothing else to do
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", adminCmdPath(c), err)
+		return nil, "", flagError("tollgate "+cmdPath(c), c.Command.Flags, err)
 	}
 	if set.NArg() > 0 {
-		return nil, "", fmt.Errorf("%s: unexpected argument %q (it takes one %s)", adminCmdPath(c), set.Arg(0), what)
+		return nil, "", fmt.Errorf("%s: unexpected argument %q (it takes one %s)", cmdPath(c), set.Arg(0), what)
 	}
 	c2 := cli.NewContext(c.App, set, c)
 	c2.Command = c.Command
 	return c2, id, nil
-}
-
-// adminCmdPath names the running command, as "admin key delete".
-func adminCmdPath(c *cli.Context) string {
-	var names []string
-	for _, x := range c.Lineage() {
-		if x.Command != nil && x.Command.Name != "" && x.Command.Name != c.App.Name {
-			names = append([]string{x.Command.Name}, names...)
-		}
-	}
-	return strings.Join(names, " ")
 }
 
 func adminAmount(flagName, s string) (string, error) {
@@ -477,6 +580,10 @@ func adminCall(c *cli.Context, method, path string, body, out any, human func(io
 	client := &http.Client{Timeout: 60 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("no gateway answers at %s (%v); is tollgate serve running? Point --url (or $TOLLGATE_URL) at its listen address", strings.TrimSuffix(base, adminPrefix), op.Err)
+		}
 		return fmt.Errorf("admin API at %s: %w", base, err)
 	}
 	defer resp.Body.Close()
@@ -487,8 +594,9 @@ func adminCall(c *cli.Context, method, path string, body, out any, human func(io
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var e adminAPIError
 		msg := strings.TrimSpace(string(raw))
+		full := adminPrefix + path
 		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
+			msg = strings.TrimSuffix(e.Error.Message, " ("+method+" "+full+")") // the path is said once
 			if e.Error.Code != "" {
 				msg += " (" + e.Error.Code + ")"
 			}
@@ -496,10 +604,9 @@ func adminCall(c *cli.Context, method, path string, body, out any, human func(io
 		if msg == "" {
 			msg = resp.Status
 		}
-		fmt.Fprintf(c.App.ErrWriter, "error: %s %s: %d: %s\n", method, path, resp.StatusCode, msg)
-		return cli.Exit("", 1)
+		return cli.Exit(fmt.Sprintf("%s %s: %d: %s", method, full, resp.StatusCode, msg), 1)
 	}
-	if c.Bool("json") {
+	if globalJSON(c) {
 		_, _ = c.App.Writer.Write(raw)
 		if len(raw) > 0 && raw[len(raw)-1] != '\n' {
 			_, _ = io.WriteString(c.App.Writer, "\n")
@@ -518,14 +625,17 @@ func adminCall(c *cli.Context, method, path string, body, out any, human func(io
 // adminEndpoint resolves the API root and the admin token: --token or
 // TOLLGATE_ADMIN_TOKEN, else the token file the gateway writes.
 func adminEndpoint(c *cli.Context) (string, string, error) {
-	base := strings.TrimRight(c.String("url"), "/")
+	base := strings.TrimRight(global(c, "url"), "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return "", "", fmt.Errorf("--url %q: want http:// or https://", base)
 	}
-	token := strings.TrimSpace(c.String("token"))
+	token := strings.TrimSpace(global(c, "token"))
 	if token == "" {
-		path := filepath.Join(c.String("data-dir"), "admin.token")
+		path := filepath.Join(global(c, "data-dir"), "admin.token")
 		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", "", fmt.Errorf("no admin token: %s does not exist (tollgate serve writes it into its data directory); pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory", path)
+		}
 		if err != nil {
 			return "", "", fmt.Errorf("no admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory (%v)", err)
 		}
@@ -533,8 +643,11 @@ func adminEndpoint(c *cli.Context) (string, string, error) {
 			return "", "", fmt.Errorf("no admin token: %s is empty", path)
 		}
 	}
-	return base + "/admin/v1", token, nil
+	return base + adminPrefix, token, nil
 }
+
+// adminPrefix is where the admin API is mounted.
+const adminPrefix = "/admin/v1"
 
 func adminPrintAccount(w io.Writer, a adminAccount) {
 	adminLines(w, "id", a.ID, "name", a.Name, "status", a.Status,
@@ -542,15 +655,21 @@ func adminPrintAccount(w io.Writer, a adminAccount) {
 		"rpm", adminLimit(a.RPM), "concurrency", adminLimit(a.Concurrency), "created_at", adminStamp(a.CreatedAt))
 }
 
-func adminPrintKey(w io.Writer, k adminKey) {
+// adminPrintKey prints a key; revealable only where it informs (a new
+// key's answer says it in words).
+func adminPrintKey(w io.Writer, k adminKey, revealable bool) {
 	kv := []string{"id", k.ID}
 	if k.Key != "" {
 		kv = append(kv, "key", k.Key)
 	}
 	kv = append(kv, "account_id", k.AccountID, "name", k.Name, "prefix", k.Prefix,
-		"enabled", fmt.Sprint(k.Enabled), "allowed_models", adminModels(k.AllowedModels),
+		"enabled", fmt.Sprint(k.Enabled), "allowed_models", adminModelList(k.AllowedModels),
 		"expires_at", adminExpiry(k.ExpiresAt), "logs_account_scope", fmt.Sprint(k.LogsAccountScope),
-		"kind", k.Kind, "revealable", fmt.Sprint(k.Revealable), "created_at", adminStamp(k.CreatedAt))
+		"kind", k.Kind)
+	if revealable {
+		kv = append(kv, "revealable", fmt.Sprint(k.Revealable))
+	}
+	kv = append(kv, "created_at", adminStamp(k.CreatedAt))
 	adminLines(w, kv...)
 }
 
@@ -563,7 +682,7 @@ func adminLines(w io.Writer, kv ...string) {
 	_ = tw.Flush()
 }
 
-func adminModels(ids []string) string {
+func adminModelList(ids []string) string {
 	switch {
 	case ids == nil:
 		return "all"

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/urfave/cli/v2"
+	"github.com/tollgate-gw/tollgate/pipeline"
 )
 
 const (
@@ -55,6 +54,11 @@ var adminRoutes = map[string]struct {
 }
 
 func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == "GET" && r.URL.Path == "/api/v1/models/public" {
+		// The public registry the CLI checks --allowed-models against.
+		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o-mini","aliases":[]},{"id":"claude-sonnet-4-5","aliases":["claude-latest"]},{"id":"a","aliases":["b"]}]}`)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.reqs = append(f.reqs, adminRecorded{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body})
@@ -85,20 +89,18 @@ func (f *fakeAdmin) requests() []adminRecorded {
 // apps and writes to it while parsing.
 var adminAppMu sync.Mutex
 
-// runAdmin runs `tollgate admin <global...> <args...>` in process.
-func runAdmin(global []string, args ...string) (stdout, stderr string, err error) {
+// runAdmin runs `tollgate admin <global...> <args...>` in process, through
+// the same run as main.
+func runAdmin(global []string, args ...string) (stdout, stderr string, code int) {
+	return runCLI(append(append([]string{"admin"}, global...), args...)...)
+}
+
+func runCLI(args ...string) (stdout, stderr string, code int) {
 	adminAppMu.Lock()
 	defer adminAppMu.Unlock()
 	var out, errb bytes.Buffer
-	app := &cli.App{
-		Name:           "tollgate",
-		Commands:       []*cli.Command{adminCommand()},
-		Writer:         &out,
-		ErrWriter:      &errb,
-		ExitErrHandler: func(*cli.Context, error) {}, // keep cli.Exit from ending the test binary
-	}
-	err = app.Run(append(append([]string{"tollgate", "admin"}, global...), args...))
-	return out.String(), errb.String(), err
+	code = run(append([]string{"tollgate"}, args...), &out, &errb, pipeline.NewRegistry())
+	return out.String(), errb.String(), code
 }
 
 func newFakeAdmin(t *testing.T) (*fakeAdmin, []string) {
@@ -176,7 +178,8 @@ func TestAdminCommands(t *testing.T) {
 			desc: "key create with defaults", args: []string{"key", "create", "acct_1", "--name", "ci"},
 			method: "POST", path: "/admin/v1/accounts/acct_1/keys",
 			body: `{"name":"ci","allowed_models":null,"expires_at":null,"enabled":true,"logs_account_scope":false}`,
-			out:  []string{"id:                 key_1", "key:                sk-tollgate-abc", "allowed_models:     gpt-4o-mini", "The raw key is shown once; store it now."},
+			out: []string{"id:                 key_1", "key:                sk-tollgate-abc", "allowed_models:     gpt-4o-mini",
+				"The raw key is shown once here; store it now (an admin can print it again with: tollgate admin key reveal key_1)."},
 		},
 		{
 			desc: "key create with every flag",
@@ -223,9 +226,9 @@ func TestAdminCommands(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			fake, global := newFakeAdmin(t)
-			stdout, stderr, err := runAdmin(global, tc.args...)
-			if err != nil || stderr != "" {
-				t.Fatalf("err = %v, stderr = %q", err, stderr)
+			stdout, stderr, code := runAdmin(global, tc.args...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr = %q", code, stderr)
 			}
 			reqs := fake.requests()
 			if len(reqs) != 1 {
@@ -291,13 +294,55 @@ func TestAdminJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
-			_, global := newFakeAdmin(t)
-			stdout, _, err := runAdmin(append(global, "--json"), tc.args...)
-			if err != nil {
-				t.Fatal(err)
+			for _, where := range []string{"after admin", "after the command", "at the end"} {
+				_, global := newFakeAdmin(t)
+				args := append(append([]string{}, global...), tc.args...)
+				switch where {
+				case "after admin":
+					args = append(append([]string{"--json"}, global...), tc.args...)
+				case "after the command":
+					args = append(append(append([]string{}, global...), tc.args[:2]...), append([]string{"--json"}, tc.args[2:]...)...)
+				case "at the end":
+					args = append(args, "--json")
+				}
+				stdout, stderr, code := runCLI(append([]string{"admin"}, args...)...)
+				if code != 0 || stdout != tc.want {
+					t.Errorf("%s: exit %d stderr %q\nstdout %q\nwant   %q", where, code, stderr, stdout, tc.want)
+				}
 			}
-			if stdout != tc.want {
-				t.Errorf("stdout %q\nwant   %q", stdout, tc.want)
+		})
+	}
+}
+
+// Key flags that make a key useless are warned of; the key is still made.
+func TestAdminKeyWarnings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{desc: "known models and an alias", args: []string{"key", "create", "acct_1", "--name", "n", "--allowed-models", "gpt-4o-mini,claude-latest"}},
+		{
+			desc: "unknown model", args: []string{"key", "create", "acct_1", "--name", "n", "--allowed-models", "gpt-4o-mni,claude-sonnet-4-5"},
+			want: `warning: --allowed-models: "gpt-4o-mni" is not a model of this gateway (did you mean "gpt-4o-mini"?); the key may list it, but calls to it get model_not_found` + "\n",
+		},
+		{
+			desc: "expiry in the past", args: []string{"key", "create", "acct_1", "--name", "n", "--expires-at", "2001-02-03T04:05:06Z"},
+			want: "warning: --expires-at 2001-02-03T04:05:06Z is in the past: the key is expired from the start (its calls get 401 api key expired)\n",
+		},
+		{
+			desc: "update too", args: []string{"key", "update", "key_1", "--allowed-models", "mistral"},
+			want: `warning: --allowed-models: "mistral" is not a model of this gateway; the key may list it, but calls to it get model_not_found` + "\n",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			fake, global := newFakeAdmin(t)
+			_, stderr, code := runAdmin(global, tc.args...)
+			if code != 0 || stderr != tc.want || len(fake.requests()) != 1 {
+				t.Errorf("exit %d, %d requests, stderr %q\nwant %q", code, len(fake.requests()), stderr, tc.want)
 			}
 		})
 	}
@@ -306,10 +351,9 @@ func TestAdminJSON(t *testing.T) {
 func TestAdminHelpAfterID(t *testing.T) {
 	t.Parallel()
 	fake, global := newFakeAdmin(t)
-	stdout, _, err := runAdmin(global, "key", "update", "key_1", "--help")
-	var ec cli.ExitCoder
-	if !errors.As(err, &ec) || ec.ExitCode() != 0 {
-		t.Errorf("err = %v, want exit 0", err)
+	stdout, stderr, code := runAdmin(global, "key", "update", "key_1", "--help")
+	if code != 0 || stderr != "" {
+		t.Errorf("exit %d, stderr %q; want 0 and nothing", code, stderr)
 	}
 	if !strings.Contains(stdout, "tollgate admin key update [command options] KEY_ID") || !strings.Contains(stdout, "--allow-none") {
 		t.Errorf("help:\n%s", stdout)
@@ -326,29 +370,18 @@ func TestAdminErrors(t *testing.T) {
 		global   []string // replaces --token tok when set
 		args     []string
 		requests int
-		stderr   string // for API errors: exit code 1 and this stderr
-		err      string // for usage errors: the returned error
+		err      string // stderr is "error: " and this; the exit status 1
 	}{
-		{
-			desc: "not found", args: []string{"account", "get", "missing"}, requests: 1,
-			stderr: "error: GET /accounts/missing: 404: not found (not_found)\n",
-		},
-		{
-			desc: "wrong token", global: []string{"--token", "nope"}, args: []string{"account", "list"}, requests: 1,
-			stderr: "error: GET /accounts: 401: admin authentication failed (invalid_api_key)\n",
-		},
-		{
-			desc: "error without code", args: []string{"key", "reveal", "plain"}, requests: 1,
-			stderr: "error: GET /keys/plain/reveal: 400: key was created before sealing\n",
-		},
-		{
-			desc: "non-JSON error body", args: []string{"key", "reveal", "broken"}, requests: 1,
-			stderr: "error: GET /keys/broken/reveal: 502: bad gateway from proxy\n",
-		},
+		{desc: "not found", args: []string{"account", "get", "missing"}, requests: 1, err: "GET /admin/v1/accounts/missing: 404: not found (not_found)"},
+		{desc: "wrong token", global: []string{"--token", "nope"}, args: []string{"account", "list"}, requests: 1, err: "GET /admin/v1/accounts: 401: admin authentication failed (invalid_api_key)"},
+		{desc: "error without code", args: []string{"key", "reveal", "plain"}, requests: 1, err: "GET /admin/v1/keys/plain/reveal: 400: key was created before sealing"},
+		{desc: "non-JSON error body", args: []string{"key", "reveal", "broken"}, requests: 1, err: "GET /admin/v1/keys/broken/reveal: 502: bad gateway from proxy"},
 		{desc: "missing id", args: []string{"account", "get"}, err: "admin account get: missing ACCOUNT_ID"},
 		{desc: "id with a slash", args: []string{"key", "delete", "a/b"}, err: `admin key delete: "a/b" is not a valid KEY_ID`},
 		{desc: "extra argument", args: []string{"key", "delete", "key_1", "key_2"}, err: `admin key delete: unexpected argument "key_2" (it takes one KEY_ID)`},
-		{desc: "unknown flag after the id", args: []string{"key", "list", "acct_1", "--all"}, err: "admin key list: flag provided but not defined: -all"},
+		{desc: "unknown flag after the id", args: []string{"key", "list", "acct_1", "--all"}, err: "tollgate admin key list: unknown flag --all; see tollgate admin key list --help"},
+		{desc: "unknown flag before the id", args: []string{"key", "create", "--nam", "x", "acct_1"}, err: `tollgate admin key create: unknown flag --nam (did you mean --name?); see tollgate admin key create --help`},
+		{desc: "unknown command", args: []string{"acount", "list"}, err: `tollgate admin: unknown command "acount" (did you mean "account"?); the commands are account, key; see tollgate admin --help`},
 		{desc: "credit without amount", args: []string{"account", "credit", "acct_1"}, err: "account credit: --amount is required"},
 		{desc: "credit with a bad amount", args: []string{"account", "credit", "acct_1", "--amount", "1,5"}, err: `--amount: invalid amount "1,5"`},
 		{desc: "initial credit with a bad amount", args: []string{"account", "create", "--name", "a", "--initial-credit", "ten"}, err: `--initial-credit: invalid amount "ten"`},
@@ -362,6 +395,8 @@ func TestAdminErrors(t *testing.T) {
 		{desc: "enable and disable", args: []string{"key", "update", "key_1", "--enable", "--disable"}, err: "key update: --enable and --disable exclude each other"},
 		{desc: "key update with nothing", args: []string{"key", "update", "key_1"}, err: "key update: nothing to change; give at least one flag"},
 		{desc: "bad url", global: []string{"--url", "127.0.0.1:8080", "--token", "tok"}, args: []string{"account", "list"}, err: `--url "127.0.0.1:8080": want http:// or https://`},
+		{desc: "no gateway", global: []string{"--url", "http://127.0.0.1:1", "--token", "tok"}, args: []string{"account", "list"},
+			err: "no gateway answers at http://127.0.0.1:1 (connect: connection refused); is tollgate serve running? Point --url (or $TOLLGATE_URL) at its listen address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -370,25 +405,15 @@ func TestAdminErrors(t *testing.T) {
 			if tc.global != nil {
 				global = append(global[:2:2], tc.global...)
 			}
-			stdout, stderr, err := runAdmin(global, tc.args...)
+			stdout, stderr, code := runAdmin(global, tc.args...)
 			if n := len(fake.requests()); n != tc.requests {
 				t.Errorf("%d requests reached the server, want %d", n, tc.requests)
 			}
 			if stdout != "" {
 				t.Errorf("stdout %q, want nothing", stdout)
 			}
-			if tc.stderr != "" {
-				var ec cli.ExitCoder
-				if !errors.As(err, &ec) || ec.ExitCode() != 1 {
-					t.Errorf("err = %v, want exit code 1", err)
-				}
-				if stderr != tc.stderr {
-					t.Errorf("stderr %q\nwant   %q", stderr, tc.stderr)
-				}
-				return
-			}
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("err = %v\nwant  %s", err, tc.err)
+			if want := "error: " + tc.err + "\n"; code != 1 || stderr != want {
+				t.Errorf("exit %d, stderr %q\nwant exit 1, %q", code, stderr, want)
 			}
 		})
 	}
@@ -423,7 +448,7 @@ func TestAdminTokenSources(t *testing.T) {
 		{desc: "empty token file", args: []string{"--url", srv.URL, "--data-dir", empty}, err: "no admin token: " + filepath.Join(empty, "admin.token") + " is empty"},
 		{
 			desc: "no token anywhere", args: []string{"--url", srv.URL, "--data-dir", filepath.Join(dir, "nope")},
-			err: "no admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory (open " + filepath.Join(dir, "nope", "admin.token") + ": no such file or directory)",
+			err: "no admin token: " + filepath.Join(dir, "nope", "admin.token") + " does not exist (tollgate serve writes it into its data directory); pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory",
 		},
 	}
 	for _, tc := range tests {
@@ -432,15 +457,15 @@ func TestAdminTokenSources(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			before := len(fake.requests())
-			_, stderr, err := runAdmin(tc.args, "account", "get", "acct_1")
+			_, stderr, code := runAdmin(tc.args, "account", "get", "acct_1")
 			if tc.err != "" {
-				if err == nil || err.Error() != tc.err {
-					t.Errorf("err = %v\nwant  %s", err, tc.err)
+				if want := "error: " + tc.err + "\n"; code != 1 || stderr != want {
+					t.Errorf("exit %d, stderr %q\nwant %q", code, stderr, want)
 				}
 				return
 			}
-			if err != nil || stderr != "" {
-				t.Fatalf("err = %v, stderr %q", err, stderr)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
 			reqs := fake.requests()
 			if len(reqs) != before+1 || reqs[len(reqs)-1].auth != "Bearer tok" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -10,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/gateway"
 	"github.com/tollgate-gw/tollgate/pipeline"
 )
@@ -37,15 +37,12 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 				Name: "tollgate", Level: hclog.LevelFromString(c.String("log-level")),
 				JSONFormat: c.Bool("log-json"), Output: os.Stderr,
 			})
-			var cfg *config.Config
-			if path := c.String("config"); path != "" {
-				loaded, err := config.Load(path)
-				if err != nil {
-					return err
-				}
-				cfg = loaded
-			} else {
-				cfg = config.Default(os.Getenv)
+			if c.NArg() > 0 {
+				return fmt.Errorf("serve takes no arguments (give the config with --config), got %q", c.Args().Slice())
+			}
+			cfg, err := loadConfig(c.String("config"))
+			if err != nil {
+				return err
 			}
 			if d := c.String("data-dir"); d != "" {
 				cfg.Store.Dir = d

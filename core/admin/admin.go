@@ -19,11 +19,9 @@ import (
 	"github.com/tollgate-gw/tollgate/core/keys"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/store"
 )
-
-// SignupCredit is the trial credit of a new account.
-var SignupCredit = money.MustParse("121.32")
 
 // Service does the admin operations; the HTTP handler and the first-start
 // demo account both use it.
@@ -31,12 +29,18 @@ type Service struct {
 	store  store.Store
 	sealer *keys.Sealer
 	now    func() time.Time
+	signup money.Nano
 }
 
-// NewService returns the admin operations over st.
-func NewService(st store.Store, sealer *keys.Sealer, now func() time.Time) *Service {
-	return &Service{store: st, sealer: sealer, now: now}
+// NewService returns the admin operations over st. signupCredit is what an
+// account created without initial_credit starts with (the config's
+// accounts.signup_credit).
+func NewService(st store.Store, sealer *keys.Sealer, now func() time.Time, signupCredit money.Nano) *Service {
+	return &Service{store: st, sealer: sealer, now: now, signup: signupCredit}
 }
+
+// SignupCredit is what an account created without initial_credit gets.
+func (s *Service) SignupCredit() money.Nano { return s.signup }
 
 func newID(prefix string) string {
 	var b [8]byte
@@ -44,10 +48,10 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// CreateAccount makes an account holding credit (SignupCredit when nil).
+// CreateAccount makes an account holding credit (the sign-up credit when nil).
 func (s *Service) CreateAccount(ctx context.Context, name string, credit *money.Nano) (store.Account, error) {
 	a := store.Account{ID: newID("acct_"), Name: name, Status: store.AccountActive, CreatedAt: s.now().UTC()}
-	amount := SignupCredit
+	amount := s.signup
 	note := "sign-up credit"
 	if credit != nil {
 		amount, note = *credit, "initial credit"
@@ -139,12 +143,12 @@ type Handler struct {
 	store store.Store
 	token string
 	log   hclog.Logger
-	mux   *http.ServeMux
+	mux   *routes.Mux
 }
 
 // NewHandler returns the admin API. token must not be empty.
 func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger) *Handler {
-	h := &Handler{svc: svc, store: st, token: token, log: logger.Named("admin"), mux: http.NewServeMux()}
+	h := &Handler{svc: svc, store: st, token: token, log: logger.Named("admin"), mux: routes.New()}
 	m := h.mux
 	m.HandleFunc("POST /admin/v1/accounts", h.createAccount)
 	m.HandleFunc("GET /admin/v1/accounts", h.listAccounts)
@@ -160,6 +164,9 @@ func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger)
 	return h
 }
 
+// Routes is the admin route table: docs/reference.md is tested against it.
+func (h *Handler) Routes() *routes.Mux { return h.mux }
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || h.token == "" ||
@@ -168,17 +175,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, pattern := h.mux.Handler(r); pattern == "" {
-		fail(w, apierr.Newf(apierr.NotFound, "no admin route for %s %s", r.Method, r.URL.Path))
+		fail(w, apierr.Newf(apierr.NotFound, "no admin route for %s %s (the routes are listed in docs/reference.md)", r.Method, r.URL.Path))
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(routed{w, r}, r)
+}
+
+// routed carries the request to fail, so a store's ErrNotFound is answered
+// naming what is missing and the full path asked for.
+type routed struct {
+	http.ResponseWriter
+	r *http.Request
 }
 
 func fail(w http.ResponseWriter, err error) {
 	if errors.Is(err, store.ErrNotFound) {
-		err = apierr.New(apierr.NotFound, "not found")
+		err = notFound(w)
 	}
 	apierr.Write(w, protocol.OpenAIChat, apierr.As(err))
+}
+
+// notFound names the resource of the route's {id}: the segment before it
+// ("accounts/{id}" is an account).
+func notFound(w http.ResponseWriter) error {
+	rw, ok := w.(routed)
+	if !ok {
+		return apierr.New(apierr.NotFound, "not found")
+	}
+	what := "resource"
+	if before, _, ok := strings.Cut(rw.r.Pattern, "/{id}"); ok {
+		what = strings.TrimSuffix(before[strings.LastIndexByte(before, '/')+1:], "s")
+	}
+	return apierr.Newf(apierr.NotFound, "%s %q does not exist (%s %s)", what, rw.r.PathValue("id"), rw.r.Method, rw.r.URL.Path)
 }
 
 func reply(w http.ResponseWriter, status int, v any) {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/keys"
+	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/store"
 	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
@@ -24,7 +25,7 @@ func setup(t *testing.T) (*Service, store.Store, *httptest.Server) {
 	}
 	t.Cleanup(func() { st.Close() })
 	sealer, _ := keys.NewSealer(make([]byte, 32))
-	svc := NewService(st, sealer, time.Now)
+	svc := NewService(st, sealer, time.Now, money.MustParse("121.32"))
 	srv := httptest.NewServer(NewHandler(svc, st, "tok", hclog.NewNullLogger()))
 	t.Cleanup(srv.Close)
 	return svc, st, srv
@@ -124,4 +125,48 @@ func TestAccountsAndKeys(t *testing.T) {
 			t.Fatal(resp.StatusCode)
 		}
 	})
+}
+
+// A missing account or key is named, with the full path asked for.
+func TestNotFoundNamesWhatIsMissing(t *testing.T) {
+	_, _, srv := setup(t)
+	tests := []struct {
+		method, path, body, want string
+	}{
+		{"GET", "/accounts/acct_nope", "", `account "acct_nope" does not exist (GET /admin/v1/accounts/acct_nope)`},
+		{"GET", "/accounts/acct_nope/keys", "", `account "acct_nope" does not exist (GET /admin/v1/accounts/acct_nope/keys)`},
+		{"POST", "/accounts/acct_nope/keys", `{"name":"k"}`, `account "acct_nope" does not exist (POST /admin/v1/accounts/acct_nope/keys)`},
+		{"POST", "/accounts/acct_nope/credits", `{"amount":"1"}`, `account "acct_nope" does not exist (POST /admin/v1/accounts/acct_nope/credits)`},
+		{"DELETE", "/keys/key_nope", "", `key "key_nope" does not exist (DELETE /admin/v1/keys/key_nope)`},
+		{"GET", "/keys/key_nope/reveal", "", `key "key_nope" does not exist (GET /admin/v1/keys/key_nope/reveal)`},
+		{"GET", "/nope", "", `no admin route for GET /admin/v1/nope (the routes are listed in docs/reference.md)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			status, body := call(t, srv, tc.method, tc.path, tc.body)
+			e, _ := body["error"].(map[string]any)
+			if status != 404 || e["message"] != tc.want || e["code"] != "not_found" {
+				t.Errorf("%d %v\nwant message %s", status, body, tc.want)
+			}
+		})
+	}
+}
+
+// The sign-up credit is the operator's (accounts.signup_credit).
+func TestSignupCreditIsConfig(t *testing.T) {
+	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sealer, _ := keys.NewSealer(make([]byte, 32))
+	svc := NewService(st, sealer, time.Now, money.MustParse("5.5"))
+	srv := httptest.NewServer(NewHandler(svc, st, "tok", hclog.NewNullLogger()))
+	defer srv.Close()
+	if _, a := call(t, srv, "POST", "/accounts", `{"name":"a"}`); a["balance"] != "5.5" {
+		t.Errorf("sign-up credit: %v", a)
+	}
+	if _, a := call(t, srv, "POST", "/accounts", `{"name":"b","initial_credit":"0"}`); a["balance"] != "0" {
+		t.Errorf("initial_credit wins: %v", a)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/tollgate-gw/tollgate/core/money"
 )
 
@@ -22,12 +24,22 @@ type Config struct {
 	Models   []Model
 	Limits   Limits
 	Pipeline Pipeline
+	Accounts Accounts
+	// Disabled names the channels written with `enabled = false`: checked
+	// like any other, then left out of Channels, so no plugin starts for
+	// them and no call reaches them.
+	Disabled []string
 
 	// Indexes by model id and alias, built by Load, Parse and Default: the
 	// lookups run on every request. A Config built by hand has none and is
 	// scanned instead.
 	models  map[string]*Model
 	byModel map[string][]*Channel // ordered as ChannelsFor returns them
+
+	// Where each block and attribute was written, for problems found after
+	// loading (plugins, the pipeline); and what loaded but looks wrong.
+	ranges   map[Ref]hcl.Range
+	warnings hcl.Diagnostics
 }
 
 // Server is the `server {}` block.
@@ -148,6 +160,10 @@ type Model struct {
 	MaxDuration int
 	// Settings are further family settings handed to the plugin.
 	Settings map[string]string
+	// Free says the model is served at no charge on purpose. A model needs
+	// a non-zero price {} or free = true: a prepaid gateway must not give
+	// calls away because a block was forgotten.
+	Free bool
 }
 
 // Price is a model's `price {}` block. Token prices are per million tokens;
@@ -235,6 +251,20 @@ func (m *Model) FamilySettings() map[string]string {
 	return out
 }
 
+// IsZero reports whether no price is set at all: such a model is refused
+// unless it says free = true. A new price field that is not comparable (a
+// map of tiers) must be checked here by hand.
+func (p Price) IsZero() bool {
+	for _, n := range p.PerSecondByResolution {
+		if n != 0 {
+			return false
+		}
+	}
+	return p.Input == 0 && p.Output == 0 && p.CachedInput == 0 && p.CacheWrite == 0 &&
+		p.PerImage == 0 && p.PerSecond == 0 && p.PerCall == 0 && p.PerCharacter == 0 &&
+		p.PerGeneration == 0 && p.PerImageHD == 0
+}
+
 // Caps is a model's `caps {}` block.
 type Caps struct {
 	Tools     []string // built-in tools: web_search, image_generation
@@ -247,6 +277,17 @@ type Limits struct {
 	RPM         int // requests per minute (60 s sliding window); 0 = unlimited
 	Concurrency int // requests in flight; 0 = unlimited
 }
+
+// Accounts is the `accounts {}` block: what a new account starts with.
+type Accounts struct {
+	// SignupCredit is the credit of an account created without
+	// initial_credit (admin API) and of the demo account; default
+	// DefaultSignupCredit, the spec's trial credit.
+	SignupCredit money.Nano
+}
+
+// DefaultSignupCredit is the spec's trial credit (121.32).
+var DefaultSignupCredit = money.MustParse("121.32")
 
 // Pipeline is the `pipeline {}` block.
 type Pipeline struct {

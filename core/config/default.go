@@ -28,9 +28,10 @@ func Default(env func(string) string) *Config {
 		all[i] = string(p)
 	}
 	cfg := &Config{
-		Server: Server{Listen: DefaultListen, AllowPrivateURLs: true},
-		Store:  Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
-		Limits: Limits{RPM: 600, Concurrency: 64},
+		Server:   Server{Listen: DefaultListen, AllowPrivateURLs: true},
+		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
+		Limits:   Limits{RPM: 600, Concurrency: 64},
+		Accounts: Accounts{SignupCredit: DefaultSignupCredit},
 		Models: []Model{
 			chatModel("sim-chat", 8192, 8192, DefaultModelTimeout, price("0.10", "0.40", "0.025", ""),
 				Caps{Tools: []string{"web_search", "image_generation"}, Vision: true}),

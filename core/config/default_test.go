@@ -1,8 +1,11 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,5 +210,23 @@ func BenchmarkChannelsFor(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = cfg.ChannelsFor("gpt-4o-mini")
+	}
+}
+
+// docs/config.md shows the embedded default as Render prints it.
+func TestDocsShowTheDefault(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## The embedded default")
+	_, block, ok2 := strings.Cut(after, "```hcl\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/config.md has no hcl block under \"## The embedded default\"")
+	}
+	if want := Render(Default(func(string) string { return "" })); block != want {
+		t.Errorf("docs/config.md shows another embedded default; paste this:\n%s", want)
 	}
 }

@@ -61,14 +61,20 @@ func parse(src []byte, filename string, lookup func(string) (string, bool)) (*Co
 	if diags.HasErrors() {
 		return nil, &Error{Diagnostics: diags}
 	}
-	d := &decoder{ctx: &hcl.EvalContext{Functions: map[string]function.Function{"env": envFunc(lookup)}}}
+	d := &decoder{
+		ctx:    &hcl.EvalContext{Functions: map[string]function.Function{"env": envFunc(lookup)}},
+		ranges: map[Ref]hcl.Range{}, disabledVendors: map[string]bool{},
+	}
 	cfg := d.file(file.Body)
 	cfg.Source = filename
 	if d.diags.HasErrors() {
 		sortDiags(d.diags)
 		return nil, &Error{Diagnostics: d.diags}
 	}
+	cfg.ranges = d.ranges
 	cfg.index()
+	cfg.warnings = d.warnings(cfg)
+	sortDiags(cfg.warnings)
 	return cfg, nil
 }
 
@@ -101,8 +107,23 @@ func envFunc(lookup func(string) (string, bool)) function.Function {
 }
 
 type decoder struct {
-	ctx   *hcl.EvalContext
-	diags hcl.Diagnostics
+	ctx    *hcl.EvalContext
+	diags  hcl.Diagnostics
+	ranges map[Ref]hcl.Range
+	// vendors of channels written with enabled = false: their plugin
+	// blocks are not unused, only idle.
+	disabledVendors map[string]bool
+}
+
+// mark records where a block and each of its attributes were written.
+func (d *decoder) mark(ref Ref, r hcl.Range, c *hcl.BodyContent) {
+	d.ranges[ref] = r
+	if c == nil {
+		return
+	}
+	for name, a := range c.Attributes {
+		d.ranges[Ref{Kind: ref.Kind, Name: ref.Name, Attr: name}] = a.Expr.Range()
+	}
 }
 
 // errorf records a problem at r; where names the block ("" at top level).
@@ -150,19 +171,21 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "limits"},
 	{Type: "pipeline"},
 	{Type: "stage", LabelNames: []string{"name"}},
+	{Type: "accounts"},
 }}
 
 func (d *decoder) file(body hcl.Body) *Config {
 	cfg := &Config{
-		Server: Server{Listen: DefaultListen},
-		Store:  Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
+		Server:   Server{Listen: DefaultListen},
+		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
+		Accounts: Accounts{SignupCredit: DefaultSignupCredit},
 	}
 	content := d.content(body, fileSchema, "")
 	byType := map[string][]*hcl.Block{}
 	for _, b := range content.Blocks {
 		byType[b.Type] = append(byType[b.Type], b)
 	}
-	for _, typ := range []string{"server", "store", "limits", "pipeline"} {
+	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts"} {
 		blocks := byType[typ]
 		for _, extra := range blocks[min(1, len(blocks)):] {
 			d.errorf(extra.DefRange, "", "duplicate %s block (the first is at %s)", typ, at(blocks[0].DefRange))
@@ -179,6 +202,9 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 	if b := first(byType["pipeline"]); b != nil {
 		d.pipeline(b, &cfg.Pipeline)
+	}
+	if b := first(byType["accounts"]); b != nil {
+		d.accounts(b, &cfg.Accounts)
 	}
 
 	seen := map[string]hcl.Range{}
@@ -217,7 +243,13 @@ func (d *decoder) file(body hcl.Body) *Config {
 		if !d.label(b, "channel", seen) {
 			continue
 		}
-		cfg.Channels = append(cfg.Channels, d.channel(b, &reg))
+		ch, enabled := d.channel(b, &reg)
+		if enabled {
+			cfg.Channels = append(cfg.Channels, ch)
+		} else {
+			cfg.Disabled = append(cfg.Disabled, ch.Name)
+			d.disabledVendors[ch.Vendor] = true
+		}
 	}
 	return cfg
 }
@@ -255,6 +287,7 @@ var serverSchema = &hcl.BodySchema{
 func (d *decoder) server(b *hcl.Block, s *Server) {
 	const where = "server"
 	c := d.content(b.Body, serverSchema, where)
+	d.mark(Ref{Kind: "server"}, b.DefRange, c)
 	if a := c.Attributes["listen"]; a != nil && d.str(a, where, &s.Listen) {
 		if _, _, err := net.SplitHostPort(s.Listen); err != nil {
 			d.errorf(a.Expr.Range(), where, "listen: %q is not host:port (%v)", s.Listen, err)
@@ -281,6 +314,7 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))
 			continue
 		}
+		d.ranges[Ref{Kind: "server", Attr: "tls"}] = tb.DefRange
 		s.TLS = d.tls(tb)
 	}
 }
@@ -321,6 +355,7 @@ func (d *decoder) store(b *hcl.Block, s *Store) {
 		return
 	}
 	c := d.content(b.Body, storeSchema, where)
+	d.mark(Ref{Kind: "store"}, b.DefRange, c)
 	if a := c.Attributes["dir"]; a != nil && d.str(a, where, &s.Dir) && s.Dir == "" {
 		d.errorf(a.Expr.Range(), where, "dir must not be empty")
 	}
@@ -331,6 +366,7 @@ var limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "rpm
 func (d *decoder) limits(b *hcl.Block, l *Limits) {
 	const where = "limits"
 	c := d.content(b.Body, limitsSchema, where)
+	d.mark(Ref{Kind: "limits"}, b.DefRange, c)
 	d.intMin(c.Attributes["rpm"], where, 0, &l.RPM)
 	d.intMin(c.Attributes["concurrency"], where, 0, &l.Concurrency)
 }
@@ -340,6 +376,7 @@ var pipelineSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "s
 func (d *decoder) pipeline(b *hcl.Block, p *Pipeline) {
 	const where = "pipeline"
 	c := d.content(b.Body, pipelineSchema, where)
+	d.mark(Ref{Kind: "pipeline"}, b.DefRange, c)
 	a := c.Attributes["stages"]
 	items := d.strList(a, where)
 	seen := map[string]bool{}
@@ -364,6 +401,7 @@ func (d *decoder) stage(b *hcl.Block) (string, map[string]string) {
 	name := b.Labels[0]
 	where := fmt.Sprintf("stage %q", name)
 	c := d.content(b.Body, stageSchema, where)
+	d.mark(Ref{Kind: "stage", Name: name}, b.DefRange, c)
 	return name, d.strMap(c.Attributes["settings"], where)
 }
 
@@ -373,6 +411,7 @@ func (d *decoder) plugin(b *hcl.Block) Plugin {
 	p := Plugin{Name: b.Labels[0]}
 	where := fmt.Sprintf("plugin %q", p.Name)
 	c := d.content(b.Body, pluginSchema, where)
+	d.mark(Ref{Kind: "plugin", Name: p.Name}, b.DefRange, c)
 	if a := c.Attributes["path"]; a != nil && d.str(a, where, &p.Path) && p.Path == "" {
 		d.errorf(a.Expr.Range(), where, "path must not be empty")
 	}
@@ -393,7 +432,7 @@ var modelSchema = &hcl.BodySchema{
 		{Name: "default_max_tokens"}, {Name: "max_output_tokens"},
 		{Name: "translate_from"}, {Name: "timeout"}, {Name: "idle_timeout"},
 		{Name: "grid"}, {Name: "ignore_size"}, {Name: "keepalive_after"}, {Name: "max_duration"},
-		{Name: "settings"},
+		{Name: "settings"}, {Name: "free"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "price"}, {Type: "caps"}},
 }
@@ -406,6 +445,7 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 	}
 	reg.at[m.ID] = b.LabelRanges[0]
 	c := d.content(b.Body, modelSchema, where)
+	d.mark(Ref{Kind: "model", Name: m.ID}, b.DefRange, c)
 	d.str(c.Attributes["owned_by"], where, &m.OwnedBy)
 	if a := c.Attributes["family"]; a != nil && d.str(a, where, &m.Family) && !contains(Families, m.Family) {
 		d.errorf(a.Expr.Range(), where, "family: unknown family %q (want one of %s)", m.Family, strings.Join(Families, ", "))
@@ -452,13 +492,73 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 		}
 		*dst = blk
 	}
+	priceOK := true
 	if priceBlock != nil {
+		d.ranges[Ref{Kind: "model", Name: m.ID, Attr: "price"}] = priceBlock.DefRange
+		before := len(d.diags)
 		d.price(priceBlock, where+" price", &m.Price)
+		priceOK = len(d.diags) == before
+	}
+	d.boolean(c.Attributes["free"], where, &m.Free)
+	if priceOK {
+		d.checkPrice(b, c, priceBlock, where, &m)
 	}
 	if capsBlock != nil {
 		d.caps(capsBlock, where+" caps", &m.Caps)
 	}
 	return m
+}
+
+// checkPrice fails closed on money: a model is priced, or says free = true.
+// A forgotten price {} would otherwise serve every call at no charge.
+func (d *decoder) checkPrice(b *hcl.Block, c *hcl.BodyContent, priceBlock *hcl.Block, where string, m *Model) {
+	switch {
+	case m.Free && !m.Price.IsZero():
+		d.errorf(c.Attributes["free"].Expr.Range(), where, "free = true and a non-zero price {} contradict each other; keep one")
+	case m.Free:
+	case priceBlock == nil:
+		d.errorf(b.DefRange, where, "no price {} block; every model needs a price (chat: per million tokens, e.g. price { input = \"0.15\" output = \"0.60\" }), or free = true to serve it at no charge on purpose")
+	case m.Price.IsZero():
+		d.errorf(priceBlock.DefRange, where+" price", "sets no price (every field is 0); set the model's prices, or write free = true on the model to serve it at no charge on purpose")
+	case m.Family == "chat" && m.Price.Input == 0 && m.Price.Output == 0:
+		d.errorf(priceBlock.DefRange, where+" price", "a chat model is billed per token, but neither input nor output is priced; set them, or write free = true on the model")
+	}
+}
+
+var accountsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "signup_credit"}}}
+
+// accounts reads `accounts { signup_credit = "121.32" }`.
+func (d *decoder) accounts(b *hcl.Block, a *Accounts) {
+	const where = "accounts"
+	c := d.content(b.Body, accountsSchema, where)
+	d.mark(Ref{Kind: "accounts"}, b.DefRange, c)
+	if at := c.Attributes["signup_credit"]; at != nil {
+		if n, ok := d.amount(at, where); ok {
+			if n < 0 {
+				d.errorf(at.Expr.Range(), where, "signup_credit: %q must not be negative (\"0\" gives new accounts no credit)", n.String())
+			} else {
+				a.SignupCredit = n
+			}
+		}
+	}
+}
+
+// amount reads a decimal string as money.
+func (d *decoder) amount(a *hcl.Attribute, where string) (money.Nano, bool) {
+	v, ok := d.value(a, where)
+	if !ok {
+		return 0, false
+	}
+	if v.Type() != cty.String {
+		d.errorf(a.Expr.Range(), where, "%s: write an amount as a decimal string, e.g. %s = \"121.32\" (got %s; numbers are not exact)", a.Name, a.Name, v.Type().FriendlyName())
+		return 0, false
+	}
+	n, err := money.Parse(v.AsString())
+	if err != nil {
+		d.errorf(a.Expr.Range(), where, "%s: %v", a.Name, err)
+		return 0, false
+	}
+	return n, true
 }
 
 var priceFields = []string{
@@ -582,13 +682,18 @@ func protocolList() string {
 var channelSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "vendor", Required: true}, {Name: "base_url"}, {Name: "api_key"},
 	{Name: "families"}, {Name: "protocols"}, {Name: "models"}, {Name: "priority"},
-	{Name: "weight"}, {Name: "timeout"}, {Name: "idle_timeout"}, {Name: "tools"}, {Name: "settings"},
+	{Name: "weight"}, {Name: "timeout"}, {Name: "idle_timeout"}, {Name: "tools"}, {Name: "settings"}, {Name: "free"},
+	{Name: "enabled"},
 }}
 
-func (d *decoder) channel(b *hcl.Block, reg *registry) Channel {
-	ch := Channel{Name: b.Labels[0], Weight: 1}
+// channel reads a channel block; enabled is false for `enabled = false`.
+func (d *decoder) channel(b *hcl.Block, reg *registry) (ch Channel, enabled bool) {
+	ch = Channel{Name: b.Labels[0], Weight: 1}
+	enabled = true
 	where := fmt.Sprintf("channel %q", ch.Name)
 	c := d.content(b.Body, channelSchema, where)
+	d.mark(Ref{Kind: "channel", Name: ch.Name}, b.DefRange, c)
+	d.boolean(c.Attributes["enabled"], where, &enabled)
 	if a := c.Attributes["vendor"]; a != nil && d.str(a, where, &ch.Vendor) && strings.TrimSpace(ch.Vendor) == "" {
 		d.errorf(a.Expr.Range(), where, "vendor must not be empty")
 	}
@@ -648,7 +753,69 @@ func (d *decoder) channel(b *hcl.Block, reg *registry) Channel {
 	d.duration(c.Attributes["idle_timeout"], where, &ch.IdleTimeout)
 	ch.Tools = d.tools(c.Attributes["tools"], where)
 	ch.Settings = d.strMap(c.Attributes["settings"], where)
-	return ch
+	return ch, enabled
+}
+
+// minAdminToken is the shortest admin token that does not draw a warning.
+const minAdminToken = 16
+
+// localHost reports whether host is loopback or a private address, where
+// plain http does not leave the machine or the site.
+func localHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate())
+}
+
+// warnings finds what loads but probably is not what the operator meant.
+func (d *decoder) warnings(cfg *Config) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	warn := func(ref Ref, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if ref.Attr != "" && !strings.HasPrefix(msg, ref.Attr) {
+			msg = ref.Attr + ": " + msg
+		}
+		r := d.ranges[ref]
+		out = append(out, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: ref.String() + ": " + msg, Subject: r.Ptr()})
+	}
+	if t := cfg.Server.AdminToken; t != "" && len(t) < minAdminToken {
+		warn(Ref{Kind: "server", Attr: "admin_token"}, "admin_token is %d characters; whoever guesses it controls every account and key: use %d or more random characters (or leave it out and one is generated)", len(t), 2*minAdminToken)
+	}
+	for _, m := range cfg.Models {
+		ref := Ref{Kind: "model", Name: m.ID}
+		if len(cfg.byModel[m.ID]) == 0 {
+			warn(ref, "no enabled channel serves it; calls to it get 503 no_channel_available")
+		}
+		if m.Free || m.Family != "chat" {
+			continue
+		}
+		if p := m.Price; p.Output == 0 {
+			warn(Ref{Kind: "model", Name: m.ID, Attr: "price"}, "output is not priced, so generated tokens are free; set output (per million tokens)")
+		} else if p.CachedInput > p.Input {
+			warn(Ref{Kind: "model", Name: m.ID, Attr: "price"}, "cached_input (%s) is above input (%s): cached tokens would cost more than fresh ones; are the two swapped?", p.CachedInput, p.Input)
+		}
+	}
+	for _, ch := range cfg.Channels {
+		ref := Ref{Kind: "channel", Name: ch.Name}
+		if len(ch.Models) == 0 {
+			warn(ref, "lists no models, so it serves nothing (add models = [...])")
+		}
+		if u, err := url.Parse(ch.BaseURL); err == nil && u.Scheme == "http" && ch.APIKey != "" && !localHost(u.Hostname()) {
+			warn(Ref{Kind: "channel", Name: ch.Name, Attr: "base_url"}, "plain http to %s: the api_key crosses the network unencrypted; use https", u.Host)
+		}
+	}
+	vendors := cfg.PluginNames()
+	for _, p := range cfg.Plugins {
+		if contains(vendors, p.Name) {
+			continue
+		}
+		if !d.disabledVendors[p.Name] {
+			warn(Ref{Kind: "plugin", Name: p.Name}, "no enabled channel has vendor = %q, so this block is unused%s", p.Name, didYouMean(p.Name, vendors))
+		}
+	}
+	return out
 }
 
 func (c *Channel) served(id string) bool {

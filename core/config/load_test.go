@@ -38,8 +38,8 @@ func mustParse(t *testing.T, src string) *Config {
 
 // chatModels declares models m1 and m2 for channel tests.
 const chatModels = `
-model "m1" {}
-model "m2" {}
+model "m1" { free = true }
+model "m2" { free = true }
 `
 
 func TestParseBlocks(t *testing.T) {
@@ -174,7 +174,10 @@ channel "c" {
 		},
 		{
 			desc: "non-chat channel needs no protocols",
-			src: `model "img" { family = "image" }
+			src: `model "img" {
+  family = "image"
+  free   = true
+}
 channel "pics" {
   vendor   = "sim"
   families = ["image", "video"]
@@ -235,9 +238,9 @@ channel "pics" {
 		},
 		{
 			desc: "model defaults",
-			src:  `model "m" {}`,
+			src:  `model "m" { free = true }`,
 			check: func(t *testing.T, c *Config) {
-				want := []Model{{ID: "m", Family: "chat", DefaultMaxTokens: 4096, MaxOutputTokens: 4096, Timeout: 180 * time.Second}}
+				want := []Model{{ID: "m", Family: "chat", DefaultMaxTokens: 4096, MaxOutputTokens: 4096, Timeout: 180 * time.Second, Free: true}}
 				if !reflect.DeepEqual(c.Models, want) {
 					t.Errorf("models = %+v, want %+v", c.Models, want)
 				}
@@ -245,7 +248,7 @@ channel "pics" {
 		},
 		{
 			desc: "max_output_tokens defaults to default_max_tokens",
-			src:  `model "m" { default_max_tokens = 16384 }`,
+			src:  "model \"m\" {\n  default_max_tokens = 16384\n  free = true\n}",
 			check: func(t *testing.T, c *Config) {
 				if m := c.Models[0]; m.DefaultMaxTokens != 16384 || m.MaxOutputTokens != 16384 {
 					t.Errorf("tokens = %d/%d", m.DefaultMaxTokens, m.MaxOutputTokens)
@@ -254,7 +257,7 @@ channel "pics" {
 		},
 		{
 			desc: "null attributes keep the defaults",
-			src:  `model "m" { default_max_tokens = null }`,
+			src:  "model \"m\" {\n  default_max_tokens = null\n  free = true\n}",
 			check: func(t *testing.T, c *Config) {
 				if m := c.Models[0]; m.DefaultMaxTokens != 4096 {
 					t.Errorf("default_max_tokens = %d", m.DefaultMaxTokens)
@@ -524,8 +527,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "channel lists an alias",
-			src:  "model \"m\" { aliases = [\"mm\"] }\nchannel \"c\" {\n  vendor    = \"sim\"\n  protocols = [\"openai_chat\"]\n  models    = [\"mm\"]\n}",
-			want: `t.hcl:5,16-20: channel "c": models: "mm" is an alias of model "m"; list the model id`,
+			src:  "model \"m\" {\n  aliases = [\"mm\"]\n  free    = true\n}\nchannel \"c\" {\n  vendor    = \"sim\"\n  protocols = [\"openai_chat\"]\n  models    = [\"mm\"]\n}",
+			want: `t.hcl:8,16-20: channel "c": models: "mm" is an alias of model "m"; list the model id`,
 		},
 		{
 			desc: "channel model mapping without upstream",
@@ -539,8 +542,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "channel family does not cover the model",
-			src:  "model \"img\" { family = \"image\" }\nchannel \"c\" {\n  vendor    = \"sim\"\n  protocols = [\"openai_chat\"]\n  models    = [\"img\"]\n}",
-			want: `t.hcl:5,16-21: channel "c": models: model "img" is of family "image", which the channel's families (chat) do not include`,
+			src:  "model \"img\" {\n  family = \"image\"\n  free   = true\n}\nchannel \"c\" {\n  vendor    = \"sim\"\n  protocols = [\"openai_chat\"]\n  models    = [\"img\"]\n}",
+			want: `t.hcl:8,16-21: channel "c": models: model "img" is of family "image", which the channel's families (chat) do not include`,
 		},
 		{
 			desc: "weight below 1",
@@ -574,43 +577,43 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "duplicate model",
-			src:  "model \"m\" {}\nmodel \"m\" {}",
+			src:  "model \"m\" { free = true }\nmodel \"m\" { free = true }",
 			want: `t.hcl:2,7-10: duplicate model "m" (first defined at t.hcl:1)`,
 		},
 		{
 			desc: "model alias clashes with a model id",
-			src:  "model \"a\" {}\nmodel \"b\" { aliases = [\"a\"] }",
-			want: `t.hcl:2,24-27: model "b": aliases: "a" is already a model id or alias (declared at t.hcl:1)`,
+			src:  "model \"a\" { free = true }\nmodel \"b\" {\n  aliases = [\"a\"]\n  free    = true\n}",
+			want: `t.hcl:3,14-17: model "b": aliases: "a" is already a model id or alias (declared at t.hcl:1)`,
 		},
 		{
 			desc: "model id clashes with an earlier alias",
-			src:  "model \"b\" { aliases = [\"a\"] }\nmodel \"a\" {}",
-			want: `t.hcl:2,7-10: model id "a" is already an alias (declared at t.hcl:1)`,
+			src:  "model \"b\" {\n  aliases = [\"a\"]\n  free    = true\n}\nmodel \"a\" { free = true }",
+			want: `t.hcl:5,7-10: model id "a" is already an alias (declared at t.hcl:2)`,
 		},
 		{
 			desc: "unknown model family",
-			src:  `model "m" { family = "embedding" }`,
-			want: `t.hcl:1,22-33: model "m": family: unknown family "embedding" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)`,
+			src:  "model \"m\" {\n  free   = true\n  family = \"embedding\"\n}",
+			want: `t.hcl:3,12-23: model "m": family: unknown family "embedding" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)`,
 		},
 		{
 			desc: "bad translate_from",
-			src:  `model "m" { translate_from = ["anthropic"] }`,
-			want: `t.hcl:1,31-42: model "m": translate_from: unknown protocol "anthropic" (want one of openai_chat, anthropic_messages, openai_responses, gemini_native)`,
+			src:  "model \"m\" {\n  free           = true\n  translate_from = [\"anthropic\"]\n}",
+			want: `t.hcl:3,21-32: model "m": translate_from: unknown protocol "anthropic" (want one of openai_chat, anthropic_messages, openai_responses, gemini_native)`,
 		},
 		{
 			desc: "default_max_tokens zero",
-			src:  `model "m" { default_max_tokens = 0 }`,
-			want: `t.hcl:1,34-35: model "m": default_max_tokens: must be at least 1, got 0`,
+			src:  "model \"m\" {\n  free               = true\n  default_max_tokens = 0\n}",
+			want: `t.hcl:3,24-25: model "m": default_max_tokens: must be at least 1, got 0`,
 		},
 		{
 			desc: "max_output_tokens below default_max_tokens",
-			src:  "model \"m\" {\n  default_max_tokens = 8192\n  max_output_tokens  = 4096\n}",
+			src:  "model \"m\" {\n  default_max_tokens = 8192\n  max_output_tokens  = 4096\n  free = true\n}",
 			want: `t.hcl:3,24-28: model "m": max_output_tokens (4096) is below default_max_tokens (8192); it is the ceiling, so it must be at least as high`,
 		},
 		{
 			desc: "model timeout zero",
-			src:  `model "m" { timeout = "0s" }`,
-			want: `t.hcl:1,23-27: model "m": timeout must be above 0s`,
+			src:  "model \"m\" {\n  free    = true\n  timeout = \"0s\"\n}",
+			want: `t.hcl:3,13-17: model "m": timeout must be above 0s`,
 		},
 		{
 			desc: "price as a number",
@@ -639,17 +642,17 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "two price blocks",
-			src:  "model \"m\" {\n  price {}\n  price {}\n}",
+			src:  "model \"m\" {\n  price { input = \"1\" }\n  price {}\n}",
 			want: `t.hcl:3,3-8: model "m": duplicate price block (the first is at t.hcl:2)`,
 		},
 		{
 			desc: "unknown caps tool",
-			src:  "model \"m\" {\n  caps {\n    tools = [\"browser\"]\n  }\n}",
+			src:  "model \"m\" {\n  caps {\n    tools = [\"browser\"]\n  }\n  free = true\n}",
 			want: `t.hcl:3,14-23: model "m" caps: tools: unknown built-in tool "browser" (want one of web_search, image_generation)`,
 		},
 		{
 			desc: "caps reasoning not a bool",
-			src:  "model \"m\" {\n  caps {\n    reasoning = 1\n  }\n}",
+			src:  "model \"m\" {\n  caps {\n    reasoning = 1\n  }\n  free = true\n}",
 			want: `t.hcl:3,17-18: model "m" caps: reasoning: want true or false, got number`,
 		},
 		{
@@ -675,7 +678,8 @@ func TestParseErrors(t *testing.T) {
 		{
 			desc: "several problems in file order",
 			src:  "model \"m\" { family = \"x\" }\nlimits { rpm = -1 }\nserver { durability = \"y\" }",
-			want: `t.hcl:1,22-25: model "m": family: unknown family "x" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)` + "\n" +
+			want: `t.hcl:1,1-10: model "m": no price {} block; every model needs a price (chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }), or free = true to serve it at no charge on purpose` + "\n" +
+				`t.hcl:1,22-25: model "m": family: unknown family "x" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)` + "\n" +
 				`t.hcl:2,16-18: limits: rpm: must be at least 0, got -1` + "\n" +
 				`t.hcl:3,23-26: server: durability: unknown value "y" (want "" or "strict")`,
 		},
@@ -704,32 +708,53 @@ func TestParseErrors(t *testing.T) {
 func TestLoadExample(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join("..", "..", "docs", "examples", "tollgate.hcl")
-	cfg, err := Load(path)
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Source != path {
-		t.Errorf("Source = %q", cfg.Source)
+	tests := []struct {
+		desc     string
+		env      map[string]string
+		plugins  []string
+		disabled []string
+	}{
+		{desc: "without vendor keys", plugins: []string{"sim"}, disabled: []string{"openai-main", "anthropic-main"}},
+		{
+			desc: "with vendor keys", env: map[string]string{"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"},
+			plugins: []string{"anthropic", "openai", "sim"},
+		},
 	}
-	if got := cfg.PluginNames(); !reflect.DeepEqual(got, []string{"anthropic", "openai", "sim"}) {
-		t.Errorf("PluginNames = %v", got)
-	}
-	if len(cfg.Models) == 0 || len(cfg.Channels) == 0 {
-		t.Fatalf("example declares nothing: %+v", cfg)
-	}
-	for _, m := range cfg.Models {
-		if len(cfg.ChannelsFor(m.ID)) == 0 {
-			t.Errorf("model %q has no channel in the example", m.ID)
-		}
-	}
-	back, err := parseTest(t, Render(cfg))
-	if err != nil {
-		t.Fatalf("rendered example does not load: %v", err)
-	}
-	back.Source, cfg.Source = "", ""
-	unindex(back, cfg)
-	if !reflect.DeepEqual(back, cfg) {
-		t.Errorf("render round trip differs:\n got %+v\nwant %+v", back, cfg)
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := parse(src, path, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.PluginNames(); !reflect.DeepEqual(got, tc.plugins) {
+				t.Errorf("PluginNames = %v, want %v", got, tc.plugins)
+			}
+			if !reflect.DeepEqual(cfg.Disabled, tc.disabled) {
+				t.Errorf("Disabled = %v, want %v", cfg.Disabled, tc.disabled)
+			}
+			for _, m := range cfg.Models {
+				if len(cfg.ChannelsFor(m.ID)) == 0 {
+					t.Errorf("model %q has no channel in the example", m.ID)
+				}
+			}
+			if w := cfg.Warnings(); len(w) > 0 {
+				t.Errorf("warnings: %v", w)
+			}
+			back, err := parseTest(t, Render(cfg))
+			if err != nil {
+				t.Fatalf("rendered example does not load: %v", err)
+			}
+			back.Source, cfg.Source, cfg.Disabled = "", "", nil // Render leaves disabled channels out
+			unindex(back, cfg)
+			if !reflect.DeepEqual(back, cfg) {
+				t.Errorf("render round trip differs:\n got %+v\nwant %+v", back, cfg)
+			}
+		})
 	}
 }
 
@@ -762,8 +787,11 @@ func TestLoadErrors(t *testing.T) {
 func TestChannelsFor(t *testing.T) {
 	t.Parallel()
 	src := `
-model "m" { aliases = ["m-latest"] }
-model "lonely" {}
+model "m" {
+  aliases = ["m-latest"]
+  free    = true
+}
+model "lonely" { free = true }
 channel "b-low"  {
   vendor = "openai"
   protocols = ["openai_chat"]
@@ -895,7 +923,7 @@ pipeline {
 // unindex drops the lookup maps so configs compare by content.
 func unindex(cs ...*Config) {
 	for _, c := range cs {
-		c.models, c.byModel = nil, nil
+		c.models, c.byModel, c.ranges, c.warnings = nil, nil, nil, nil
 	}
 }
 

@@ -1,16 +1,20 @@
 package config
 
 import (
+	"fmt"
+	"sort"
+	"strings"
+
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
-	"sort"
 
 	"github.com/tollgate-gw/tollgate/core/money"
 )
 
 // Render writes c as an HCL file that Parse reads back to the same Config:
 // a starting point for an operator's own file. Secrets are written as they
-// are; pass a Config whose keys are blank to print it safely.
+// are; Masked returns a copy safe to print. Channels written with
+// enabled = false are not part of c.Channels and are not written.
 func Render(c *Config) string {
 	f := hclwrite.NewEmptyFile()
 	root := f.Body()
@@ -79,6 +83,9 @@ func Render(c *Config) string {
 		if m.IdleTimeout != 0 {
 			b.SetAttributeValue("idle_timeout", cty.StringVal(m.IdleTimeout.String()))
 		}
+		if m.Free {
+			b.SetAttributeValue("free", cty.True)
+		}
 		prices := []money.Nano{
 			m.Price.Input, m.Price.Output, m.Price.CachedInput, m.Price.CacheWrite, m.Price.PerImage,
 			m.Price.PerSecond, m.Price.PerCall, m.Price.PerCharacter, m.Price.PerGeneration,
@@ -109,6 +116,8 @@ func Render(c *Config) string {
 	l := root.AppendNewBlock("limits", nil).Body()
 	l.SetAttributeValue("rpm", cty.NumberIntVal(int64(c.Limits.RPM)))
 	l.SetAttributeValue("concurrency", cty.NumberIntVal(int64(c.Limits.Concurrency)))
+	root.AppendNewline()
+	root.AppendNewBlock("accounts", nil).Body().SetAttributeValue("signup_credit", cty.StringVal(c.Accounts.SignupCredit.String()))
 	if len(c.Pipeline.Stages) > 0 {
 		root.AppendNewline()
 		setList(root.AppendNewBlock("pipeline", nil).Body(), "stages", c.Pipeline.Stages)
@@ -158,5 +167,49 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Masked returns a copy of c with its secrets (admin_token, master_key,
+// api_key, and settings whose name says key, token, secret or password)
+// replaced by a note of their length, for `tollgate config check` and logs.
+func Masked(c *Config) *Config {
+	m := *c
+	m.Server.AdminToken = mask(c.Server.AdminToken)
+	m.Server.MasterKey = mask(c.Server.MasterKey)
+	m.Plugins = make([]Plugin, len(c.Plugins))
+	for i, p := range c.Plugins {
+		p.Settings = maskSettings(p.Settings)
+		m.Plugins[i] = p
+	}
+	m.Channels = make([]Channel, len(c.Channels))
+	for i, ch := range c.Channels {
+		ch.APIKey = mask(ch.APIKey)
+		ch.Settings = maskSettings(ch.Settings)
+		m.Channels[i] = ch
+	}
+	m.index()
+	return &m
+}
+
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf("<secret, %d characters>", len(s))
+}
+
+func maskSettings(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "secret") || strings.Contains(lk, "password") {
+			v = mask(v)
+		}
+		out[k] = v
+	}
 	return out
 }

@@ -13,13 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -63,7 +62,7 @@ type Gateway struct {
 	master    []byte
 	svc       *admin.Service
 	token     string
-	tokenPath string
+	tokenFrom tokenSource
 	plugins   *host.Host
 	vendors   map[string]vendor.Vendor
 	jobs      map[string]vendor.Jobs
@@ -78,6 +77,9 @@ type Gateway struct {
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, o Options) error {
+	for _, w := range o.Config.Warnings() {
+		o.Logger.Warn(w)
+	}
 	g := New(o)
 	defer g.Cleanup()
 	if err := g.Provision(ctx); err != nil {
@@ -98,14 +100,12 @@ func New(o Options) *Gateway {
 }
 
 // Provision builds every part in order: a part that fails stops the
-// build, and Cleanup still releases what the earlier ones took.
+// build, and Cleanup still releases what the earlier ones took. What the
+// config cannot do is refused before the data directory is touched: the
+// plugins start first.
 func (g *Gateway) Provision(ctx context.Context) error {
-	if g.cfg.Server.TLS != nil {
-		// Refuse rather than serve plain HTTP to an operator who asked for HTTPS.
-		return fmt.Errorf("%s: server.tls: automatic HTTPS is not available in this version; terminate TLS in front of Tollgate and remove the tls block", configName(g.cfg))
-	}
 	for _, step := range []func(context.Context) error{
-		g.provisionStore, g.provisionKeys, g.provisionPlugins, g.provisionFiles, g.provisionPipeline,
+		g.provisionPlugins, g.provisionStore, g.provisionKeys, g.provisionFiles, g.provisionPipeline,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -135,6 +135,9 @@ func (g *Gateway) provisionStore(ctx context.Context) error {
 		Logger: g.log.Named("store"), Strict: g.cfg.Server.Durability == "strict",
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return fmt.Errorf("the data directory %s is in use by another tollgate (its store is locked); stop that one, or give this one another --data-dir", dir)
+		}
 		return fmt.Errorf("open store in %s: %w", dir, err)
 	}
 	g.store = st
@@ -161,69 +164,24 @@ func (g *Gateway) provisionKeys(context.Context) error {
 		return err
 	}
 	g.master = master
-	g.svc = admin.NewService(g.store, sealer, g.now)
-	g.token, g.tokenPath, err = adminToken(g.cfg, g.cfg.Store.Dir)
+	g.svc = admin.NewService(g.store, sealer, g.now, g.cfg.Accounts.SignupCredit)
+	g.token, g.tokenFrom, err = adminToken(g.cfg, g.cfg.Store.Dir)
 	return err
 }
 
-// provisionPlugins starts the plugins the channels use and reads the
-// endpoint families they serve.
+// provisionPlugins runs the checks that need nothing running, starts the
+// plugins the channels use, and reads the endpoint families they serve;
+// every problem is reported at its place in the file, all at once.
 func (g *Gateway) provisionPlugins(ctx context.Context) error {
 	g.plugins = host.New(g.log.Named("plugin"))
 	g.onCleanup(func() error { g.plugins.Close(); return nil })
-	vendors, err := startVendors(ctx, g.cfg, g.plugins, g.log)
+	vendors, err := preflight(ctx, g.cfg, g.o.Stages, g.plugins, g.log)
 	if err != nil {
 		return err
 	}
 	g.vendors = vendors
-	g.jobs = map[string]vendor.Jobs{}
-	byFamily := map[string]string{} // family -> the plugin that first described it
-	specs := map[string]*vendor.FamilySpec{}
-	for _, name := range g.cfg.PluginNames() {
-		v := vendors[name]
-		d, err := v.Describe(ctx)
-		if err != nil {
-			return fmt.Errorf("plugin %q: describe: %w", name, err)
-		}
-		if len(d.Specs) == 0 {
-			continue
-		}
-		j, ok := v.(vendor.Jobs)
-		if !ok {
-			return fmt.Errorf("plugin %q describes endpoint families but cannot serve them", name)
-		}
-		g.jobs[name] = j
-		for i := range d.Specs {
-			sp := d.Specs[i]
-			if prev, ok := specs[sp.Name]; ok {
-				if !sameSpec(prev, &sp) {
-					return fmt.Errorf("plugins %q and %q describe the %s family differently (routes or limits); build them from the same version", byFamily[sp.Name], name, sp.Name)
-				}
-				continue
-			}
-			specs[sp.Name], byFamily[sp.Name] = &sp, name
-		}
-	}
-	// A media model must have a plugin of its family on some channel.
-	for i := range g.cfg.Models {
-		m := &g.cfg.Models[i]
-		if m.Family == "" || m.Family == config.DefaultFamily {
-			continue
-		}
-		served := false
-		for _, ch := range g.cfg.ChannelsFor(m.ID) {
-			if _, ok := g.jobs[ch.Vendor]; ok && specs[m.Family] != nil && slices.Contains(ch.Families, m.Family) {
-				served = true
-			}
-		}
-		if !served {
-			return fmt.Errorf("%s: model %q is of family %q, but no plugin of its channels serves that family", configName(g.cfg), m.ID, m.Family)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(specs)) {
-		g.families = append(g.families, specs[name])
-	}
-	return nil
+	g.jobs, g.families, err = describeFamilies(ctx, g.cfg, vendors)
+	return err
 }
 
 // provisionFiles opens the hosted-files store (a directory under the data
@@ -271,7 +229,7 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth, Redact: red,
 		Files: fileHost{g.files}, Tasks: g.engine,
 	}
-	chains, err := pipeline.Build(g.o.Stages, deps, cfg.Pipeline.Stages, cfg.Pipeline.Settings)
+	chains, err := buildChain(g.o.Stages, deps, cfg)
 	if err != nil {
 		return err
 	}
@@ -297,10 +255,14 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	cfg := g.cfg
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: the address is in use (another tollgate?); stop it, or choose another with --listen or server { listen }", cfg.Server.Listen)
+		}
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	addr := ln.Addr().String()
-	if err := firstStart(ctx, cfg, g.store, g.svc, g.o.Out, addr, g.tokenPath); err != nil {
+	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames()}
+	if err := b.demo(ctx, g.store, g.svc); err != nil {
 		ln.Close()
 		return err
 	}
@@ -325,8 +287,9 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		ErrorLog: g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	g.log.Info("serving", "addr", "http://"+addr, "config", configName(cfg))
-	fmt.Fprintf(g.o.Out, "Tollgate listening on http://%s\n", addr)
+	// The banner says it on stdout; the log line is for --log-level debug.
+	g.log.Debug("serving", "addr", "http://"+addr, "config", configName(cfg))
+	b.print(g.o.Out)
 	if g.o.Ready != nil {
 		g.o.Ready(addr)
 	}
@@ -419,106 +382,34 @@ func Recover(ctx context.Context, st store.Store, now func() time.Time) (int, er
 	return n, nil
 }
 
+// tokenSource says where the admin token came from, for the banner.
+type tokenSource struct {
+	config bool   // server.admin_token
+	env    bool   // $TOLLGATE_ADMIN_TOKEN
+	file   string // the token file in the data dir
+	made   bool   // the file was written at this start
+}
+
 // adminToken is server.admin_token, else TOLLGATE_ADMIN_TOKEN, else a token
-// generated into the data dir (its path is printed).
-func adminToken(cfg *config.Config, dir string) (token, path string, err error) {
+// generated into the data dir (its path is printed, never the token).
+func adminToken(cfg *config.Config, dir string) (string, tokenSource, error) {
 	if cfg.Server.AdminToken != "" {
-		return cfg.Server.AdminToken, "", nil
+		return cfg.Server.AdminToken, tokenSource{config: true}, nil
 	}
 	if t := os.Getenv("TOLLGATE_ADMIN_TOKEN"); t != "" {
-		return t, "", nil
+		return t, tokenSource{env: true}, nil
 	}
-	path = filepath.Join(dir, "admin.token")
+	path := filepath.Join(dir, "admin.token")
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), path, nil
+		return strings.TrimSpace(string(b)), tokenSource{file: path}, nil
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
+		return "", tokenSource{}, err
 	}
-	token = "tga_" + hex.EncodeToString(b[:])
+	token := "tga_" + hex.EncodeToString(b[:])
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", "", err
+		return "", tokenSource{}, err
 	}
-	return token, path, nil
-}
-
-// startVendors launches each vendor plugin the channels use, handing each
-// only its own channels and secrets.
-func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
-	out := map[string]vendor.Vendor{}
-	for _, name := range cfg.PluginNames() {
-		var explicit string
-		var settings map[string]string
-		for _, p := range cfg.Plugins {
-			if p.Name == name {
-				explicit, settings = p.Path, p.Settings
-			}
-		}
-		path, err := host.Find(name, explicit)
-		if err != nil {
-			return nil, err
-		}
-		vc := vendor.Config{Settings: settings}
-		for _, ch := range cfg.Channels {
-			if ch.Vendor == name {
-				vc.Channels = append(vc.Channels, vendor.Channel{
-					Name: ch.Name, BaseURL: ch.BaseURL, APIKey: ch.APIKey,
-					Protocols: ch.Protocols, Settings: ch.Settings,
-				})
-			}
-		}
-		v, err := h.Start(ctx, name, path, vc)
-		if err != nil {
-			return nil, fmt.Errorf("start plugin %q (%s): %w", name, path, err)
-		}
-		out[name] = v
-		log.Debug("plugin started", "name", name, "path", path)
-	}
-	return out, nil
-}
-
-// firstStart creates the demo account on the embedded default's first start
-// and prints its key once, with a ready curl line.
-func firstStart(ctx context.Context, cfg *config.Config, st store.Store, svc *admin.Service, out io.Writer, addr, tokenPath string) error {
-	if tokenPath != "" {
-		fmt.Fprintf(out, "Admin token: %s\n", tokenPath)
-	}
-	if cfg.Source != "" {
-		return nil
-	}
-	accts, err := st.ListAccounts(ctx)
-	if err != nil || len(accts) > 0 {
-		return err
-	}
-	a, err := svc.CreateAccount(ctx, "demo", nil)
-	if err != nil {
-		return err
-	}
-	name := "demo key"
-	_, raw, err := svc.CreateKey(ctx, a.ID, admin.KeySpec{Name: &name})
-	if err != nil {
-		return err
-	}
-	model := "sim-chat"
-	if len(cfg.Models) > 0 {
-		if _, ok := cfg.Model(model); !ok {
-			model = cfg.Models[0].ID
-		}
-	}
-	fmt.Fprintf(out, `
-Tollgate is running on the embedded default (sim upstream, data in %s).
-A demo account holds %s trial credit. Its API key, shown this once:
-
-    %s
-
-Try it:
-
-    curl -s http://%s/v1/chat/completions \
-      -H "Authorization: Bearer %s" \
-      -H "Content-Type: application/json" \
-      -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
-
-`, cfg.Store.Dir, admin.SignupCredit, raw, addr, raw, model)
-	return nil
+	return token, tokenSource{file: path, made: true}, nil
 }

@@ -257,6 +257,7 @@ type publicModel struct {
 	Object       string         `json:"object"`
 	Created      int64          `json:"created"`
 	OwnedBy      string         `json:"owned_by"`
+	Aliases      []string       `json:"aliases"`
 	Family       string         `json:"family"`
 	EndpointType string         `json:"endpoint_type"`
 	Callable     bool           `json:"callable"`
@@ -271,10 +272,17 @@ func (s *Server) servePublicModels(w http.ResponseWriter, r *http.Request) {
 		m := &s.cfg.Models[i]
 		e := s.catalogEntry(m)
 		data = append(data, publicModel{
-			ID: m.ID, Object: "model", OwnedBy: m.OwnedBy, Family: e.Caps.Family,
+			ID: m.ID, Object: "model", OwnedBy: m.OwnedBy, Aliases: nonNil(m.Aliases), Family: e.Caps.Family,
 			EndpointType: e.Pricing.EndpointType, Callable: len(s.cfg.ChannelsFor(m.ID)) > 0,
 			Pricing: e.Pricing, Caps: e.Caps,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/core/tasksapi"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -37,7 +38,7 @@ type Server struct {
 	chains  *pipeline.Chains
 	log     hclog.Logger
 	now     func() time.Time
-	mux     *http.ServeMux
+	mux     *routes.Mux
 	usage   *usageCache
 	vendors map[string]vendor.Vendor
 	tasks   *tasksapi.API
@@ -80,7 +81,7 @@ type Route struct {
 func New(o Options) *Server {
 	s := &Server{
 		cfg: o.Config, store: o.Store, chains: o.Chains,
-		log: o.Logger.Named("http"), now: o.Now, mux: http.NewServeMux(),
+		log: o.Logger.Named("http"), now: o.Now, mux: routes.New(),
 		usage: newUsageCache(o.Store, o.Now, time.Minute), vendors: o.Vendors,
 		tasks: tasksapi.New(o.Store, o.Now, o.Logger),
 	}
@@ -133,8 +134,12 @@ func (s *Server) handle(method, path string, kind pipeline.Kind, h http.HandlerF
 	s.routes = append(s.routes, Route{Method: method, Path: path, Kind: kind})
 }
 
-// Routes is the route table (the admin API aside), in registration order.
-func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+// Table is the route table (the admin API aside), in registration order,
+// with the chain each route runs.
+func (s *Server) Table() []Route { return slices.Clone(s.routes) }
+
+// Routes is the mux: docs/reference.md is tested against its patterns.
+func (s *Server) Routes() *routes.Mux { return s.mux }
 
 // readOpts say how a read route authenticates.
 type readOpts struct {

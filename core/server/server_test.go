@@ -179,7 +179,7 @@ func newEnv(t *testing.T, modes map[string]string) *env {
 		t.Fatal(err)
 	}
 	sealer, _ := keys.NewSealer(make([]byte, 32))
-	svc := admin.NewService(st, sealer, now)
+	svc := admin.NewService(st, sealer, now, config.DefaultSignupCredit)
 	a, err := svc.CreateAccount(context.Background(), "t", nil)
 	if err != nil {
 		t.Fatal(err)

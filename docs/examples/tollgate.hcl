@@ -1,6 +1,11 @@
 # An example Tollgate configuration: sim for local tests, OpenAI and Anthropic
-# when their keys are set (env() with a default keeps this file loadable
-# without them). See docs/config.md for every attribute.
+# when their keys are set. Without them the two real channels are written
+# but disabled (enabled = false), so this file starts as it is:
+#
+#     tollgate config check --config docs/examples/tollgate.hcl
+#     tollgate serve --config docs/examples/tollgate.hcl
+#
+# See docs/config.md for every attribute.
 
 server {
   listen             = "127.0.0.1:8080"
@@ -13,12 +18,6 @@ store "badger" {
   dir = "./data"
 }
 
-plugin "sim" {
-  settings = {
-    latency = "5ms"
-  }
-}
-
 channel "sim" {
   vendor    = "sim"
   base_url  = "sim://local"
@@ -26,12 +25,16 @@ channel "sim" {
   protocols = ["openai_chat", "anthropic_messages", "openai_responses", "gemini_native"]
   models    = ["gpt-4o-mini", "claude-sonnet-4-5", "sim-image"]
   priority  = 0
+  settings  = {
+    latency = "5ms" # sim waits this long before answering
+  }
 }
 
 channel "openai-main" {
   vendor    = "openai"                 # a plugin; binaries sit beside `tollgate`
   base_url  = "https://api.openai.com" # the vendor root, without /v1
   api_key   = env("OPENAI_API_KEY", "")
+  enabled   = env("OPENAI_API_KEY", "") != "" # on when the key is set
   families  = ["chat"]
   protocols = ["openai_chat", "openai_responses"]
   models    = ["gpt-4o-mini"]
@@ -45,6 +48,7 @@ channel "anthropic-main" {
   vendor    = "anthropic"
   base_url  = "https://api.anthropic.com"
   api_key   = env("ANTHROPIC_API_KEY", "")
+  enabled   = env("ANTHROPIC_API_KEY", "") != ""
   families  = ["chat"]
   protocols = ["anthropic_messages"]
   models    = ["claude-sonnet-4-5"]
@@ -97,6 +101,10 @@ model "sim-image" {
 limits {
   rpm         = 600
   concurrency = 32
+}
+
+accounts {
+  signup_credit = "121.32" # credit of an account created without initial_credit
 }
 
 pipeline {

@@ -78,7 +78,7 @@ func TestPipelineConfigErrorsFailAtStart(t *testing.T) {
 func TestTLSBlockIsRefusedRatherThanIgnored(t *testing.T) {
 	dir := testgw.Build(t)
 	out := runExpectFailure(t, dir+"/tollgate", "server {\n  tls {\n    domain = \"gw.example.com\"\n  }\n}\n")
-	if !strings.Contains(out, "server.tls") {
+	if !strings.Contains(out, "tollgate.hcl:2,3-6: server: tls: automatic HTTPS is not available") {
 		t.Fatalf("output:\n%s", out)
 	}
 }

@@ -159,10 +159,17 @@ model "chat-only" {
 }
 model "orphan" {
   owned_by = "sim"
+  price {
+    input  = "1"
+    output = "2"
+  }
 }
 model "pictures" {
   owned_by = "sim"
   family   = "image"
+  price {
+    per_image = "0.04"
+  }
 }
 `})
 	acct := g.Account("")

@@ -39,7 +39,7 @@ var levelOf = map[string]int{
 	"core/money": foundation, "core/apierr": foundation, "core/protocol": foundation,
 	"core/sse": foundation, "core/jsonw": foundation, "core/keys": foundation,
 	"core/codec": foundation, "core/translate": foundation, "core/config": foundation,
-	"core/ratelimit": foundation, "core/redact": foundation,
+	"core/ratelimit": foundation, "core/redact": foundation, "core/routes": foundation,
 
 	"plugins/vendor": pluginAPI, "proto/": pluginAPI, "plugins/family": pluginAPI,
 

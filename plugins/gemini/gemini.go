@@ -56,7 +56,7 @@ func prepare(ch vendor.Channel) (httpvendor.Route, error) {
 	ver := "v1beta"
 	if v, ok := ch.Settings[SettingAPIVersion]; ok {
 		if v == "" || strings.ContainsAny(v, "/?#") {
-			return nil, fmt.Errorf("channel %q: %s %q is not a version segment like v1beta", ch.Name, SettingAPIVersion, v)
+			return nil, vendor.ChannelError(ch.Name, "settings", "%s %q is not a version segment like v1beta", SettingAPIVersion, v)
 		}
 		ver = v
 	}

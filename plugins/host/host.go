@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,23 +45,48 @@ func Find(name, explicit string) (string, error) {
 		}
 		return explicit, nil
 	}
-	file := "tollgate-plugin-" + name
+	file := filePrefix + name
 	var looked []string
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), file)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		looked = append(looked, p)
-	}
-	if dir := os.Getenv("TOLLGATE_PLUGIN_DIR"); dir != "" {
+	for _, dir := range searchDirs() {
 		p := filepath.Join(dir, file)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		looked = append(looked, p)
 	}
-	return "", fmt.Errorf("plugin %q not found (looked for %v; build it with `make plugins`, or set plugin %q { path = \"...\" })", name, looked, name)
+	return "", fmt.Errorf("plugin %q not found (looked for %s; build it with `make plugins`, or set plugin %q { path = \"...\" })", name, strings.Join(looked, ", "), name)
+}
+
+const filePrefix = "tollgate-plugin-"
+
+// searchDirs are where Find looks: beside the running executable, then
+// $TOLLGATE_PLUGIN_DIR.
+func searchDirs() []string {
+	var dirs []string
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	if dir := os.Getenv("TOLLGATE_PLUGIN_DIR"); dir != "" {
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// Available lists the plugin names Find would find without an explicit
+// path, sorted: what a misspelt vendor is compared with.
+func Available() []string {
+	var out []string
+	for _, dir := range searchDirs() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			name, ok := strings.CutPrefix(e.Name(), filePrefix)
+			if ok && name != "" && !e.IsDir() && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Start launches a plugin and configures it. The returned Vendor stays
@@ -122,6 +149,7 @@ type Plugin struct {
 func (p *Plugin) launch(ctx context.Context) error {
 	cmd := exec.Command(p.path)
 	cmd.Env = []string{} // a plugin sees only its own config, never the host's environment
+	ownGroup(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  vendor.Handshake,
 		Plugins:          map[string]plugin.Plugin{vendor.PluginName: &vendor.GRPCPlugin{}},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ var build struct {
 	err  error
 }
 
-// plugin builds cmd/tollgate-plugin-testcrash once per test binary;
+// plugin builds internal/testcrash once per test binary;
 // TestMain removes it.
 func plugin(t testing.TB) string {
 	t.Helper()
@@ -84,7 +85,7 @@ func plugin(t testing.TB) string {
 		}
 		build.bin = filepath.Join(build.dir, "tollgate-plugin-testcrash")
 		out, err := exec.Command("go", "build", "-o", build.bin,
-			"github.com/tollgate-gw/tollgate/cmd/tollgate-plugin-testcrash").CombinedOutput()
+			"github.com/tollgate-gw/tollgate/internal/testcrash").CombinedOutput()
 		if err != nil {
 			build.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -414,6 +415,9 @@ func TestFind(t *testing.T) {
 				}
 			}
 		})
+	}
+	if got := host.Available(); !slices.Contains(got, "findtest-beside") || !slices.Contains(got, "findtest-dir") || !slices.IsSorted(got) {
+		t.Errorf("Available = %v", got)
 	}
 }
 

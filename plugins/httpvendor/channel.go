@@ -1,7 +1,6 @@
 package httpvendor
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,24 +15,24 @@ import (
 func BaseURL(ch vendor.Channel, refuseV1 bool) (string, error) {
 	raw := strings.TrimSpace(ch.BaseURL)
 	if raw == "" {
-		return "", fmt.Errorf("channel %q: base_url is empty", ch.Name)
+		return "", vendor.ChannelError(ch.Name, "base_url", "base_url is empty (the vendor root, e.g. https://api.openai.com)")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("channel %q: base_url: %v", ch.Name, err)
+		return "", vendor.ChannelError(ch.Name, "base_url", "base_url: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("channel %q: base_url %q: the scheme must be http or https", ch.Name, raw)
+		return "", vendor.ChannelError(ch.Name, "base_url", "base_url %q: the scheme must be http or https", raw)
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("channel %q: base_url %q has no host", ch.Name, raw)
+		return "", vendor.ChannelError(ch.Name, "base_url", "base_url %q has no host", raw)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("channel %q: base_url %q: a query or fragment cannot take a path after it", ch.Name, raw)
+		return "", vendor.ChannelError(ch.Name, "base_url", "base_url %q: a query or fragment cannot take a path after it", raw)
 	}
 	base := strings.TrimRight(raw, "/")
 	if refuseV1 && (strings.HasSuffix(base, "/v1") || strings.HasSuffix(base, "/v1beta")) {
-		return "", fmt.Errorf("channel %q: base_url %q: give the vendor root without /v1; the plugin adds the version", ch.Name, raw)
+		return "", vendor.ChannelError(ch.Name, "base_url", "base_url %q: give the vendor root without /v1 (%s); the plugin adds the version", raw, strings.TrimSuffix(strings.TrimSuffix(base, "/v1"), "/v1beta"))
 	}
 	return base, nil
 }
@@ -44,9 +43,9 @@ func CheckSettings(ch vendor.Channel, known ...string) error {
 	for k := range ch.Settings {
 		if !slices.Contains(known, k) {
 			if len(known) == 0 {
-				return fmt.Errorf("channel %q: unknown setting %q (this vendor takes none)", ch.Name, k)
+				return vendor.ChannelError(ch.Name, "settings", "unknown setting %q (this vendor takes none)", k)
 			}
-			return fmt.Errorf("channel %q: unknown setting %q (known: %s)", ch.Name, k, strings.Join(known, ", "))
+			return vendor.ChannelError(ch.Name, "settings", "unknown setting %q (known: %s)", k, strings.Join(known, ", "))
 		}
 	}
 	return nil
@@ -60,8 +59,8 @@ func Protocols(ch vendor.Channel, spoken []string) ([]string, error) {
 	}
 	for _, p := range ch.Protocols {
 		if !slices.Contains(spoken, p) {
-			return nil, fmt.Errorf("channel %q: this vendor does not speak protocol %q (it speaks %s)",
-				ch.Name, p, strings.Join(spoken, ", "))
+			return nil, vendor.ChannelError(ch.Name, "protocols", "this vendor does not speak protocol %q (it speaks %s)",
+				p, strings.Join(spoken, ", "))
 		}
 	}
 	return ch.Protocols, nil
@@ -71,7 +70,7 @@ func Protocols(ch vendor.Channel, spoken []string) ([]string, error) {
 func APIKey(ch vendor.Channel, required bool) (string, error) {
 	k := strings.TrimSpace(ch.APIKey)
 	if k == "" && required {
-		return "", fmt.Errorf("channel %q: api_key is empty", ch.Name)
+		return "", vendor.ChannelError(ch.Name, "api_key", "api_key is empty (usually api_key = env(\"VENDOR_API_KEY\"); is the variable set?)")
 	}
 	return k, nil
 }

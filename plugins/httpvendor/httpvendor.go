@@ -100,7 +100,7 @@ func (v *Vendor) Configure(_ context.Context, cfg vendor.Config) error {
 			known = known || s == k
 		}
 		if !known {
-			return fmt.Errorf("%s: unknown plugin setting %q", v.spec.Description.Name, k)
+			return &vendor.ConfigError{Field: "settings", Message: fmt.Sprintf("%s: unknown plugin setting %q", v.spec.Description.Name, k)}
 		}
 	}
 	routes := make(map[string]Route, len(cfg.Channels))

@@ -63,7 +63,7 @@ func prepare(ch vendor.Channel) (httpvendor.Route, error) {
 	prefix := DefaultPathPrefix
 	if p, ok := ch.Settings[SettingPathPrefix]; ok {
 		if strings.ContainsAny(p, "?#") {
-			return nil, fmt.Errorf("channel %q: %s %q: a path only", ch.Name, SettingPathPrefix, p)
+			return nil, vendor.ChannelError(ch.Name, "settings", "%s %q: a path only", SettingPathPrefix, p)
 		}
 		prefix = strings.Trim(p, "/")
 		if prefix != "" {

@@ -58,11 +58,15 @@ func (v *Vendor) Describe(context.Context) (vendor.Description, error) {
 // Configure replaces the channels. A setting it does not know, or cannot
 // parse, fails the whole configuration and keeps the previous one.
 func (v *Vendor) Configure(_ context.Context, cfg vendor.Config) error {
+	for name := range cfg.Settings {
+		return &vendor.ConfigError{Field: "settings", Message: fmt.Sprintf(
+			"sim takes no plugin settings (got %q); set %s, %s or %s in the channel's settings", name, SettingFault, SettingLatency, SettingSlow)}
+	}
 	chans := make(map[string]channel, len(cfg.Channels))
 	for _, ch := range cfg.Channels {
 		c, err := channelOf(ch)
 		if err != nil {
-			return fmt.Errorf("channel %q: %w", ch.Name, err)
+			return err
 		}
 		chans[ch.Name] = c
 	}
@@ -77,7 +81,7 @@ func channelOf(ch vendor.Channel) (channel, error) {
 	c := channel{}
 	for _, p := range ch.Protocols {
 		if !protocol.Valid(protocol.ID(p)) {
-			return c, fmt.Errorf("unknown protocol %q", p)
+			return c, vendor.ChannelError(ch.Name, "protocols", "unknown protocol %q", p)
 		}
 	}
 	c.protocols = ch.Protocols
@@ -85,12 +89,12 @@ func channelOf(ch vendor.Channel) (channel, error) {
 		switch name {
 		case SettingFault:
 			if err := ParseSpec(val, &c.knobs); err != nil {
-				return c, err
+				return c, vendor.ChannelError(ch.Name, "settings", "setting %s: %v", name, err)
 			}
 		case SettingLatency, SettingSlow:
 			d, err := time.ParseDuration(val)
 			if err != nil || d < 0 {
-				return c, fmt.Errorf("setting %s = %q: want a duration like 50ms", name, val)
+				return c, vendor.ChannelError(ch.Name, "settings", "setting %s = %q: want a duration like 50ms", name, val)
 			}
 			if name == SettingLatency {
 				c.knobs.Latency = d
@@ -98,7 +102,7 @@ func channelOf(ch vendor.Channel) (channel, error) {
 				c.knobs.Slow = d
 			}
 		default:
-			return c, fmt.Errorf("unknown setting %q (sim takes %s, %s, %s)", name, SettingFault, SettingLatency, SettingSlow)
+			return c, vendor.ChannelError(ch.Name, "settings", "unknown setting %q (sim takes %s, %s, %s)", name, SettingFault, SettingLatency, SettingSlow)
 		}
 	}
 	return c, nil

@@ -118,7 +118,7 @@ func (s *grpcServer) Configure(ctx context.Context, req *vendorv1.ConfigureReque
 		})
 	}
 	if err := s.impl.Configure(ctx, cfg); err != nil {
-		return nil, err
+		return nil, configStatus(err)
 	}
 	return &vendorv1.ConfigureResponse{}, nil
 }
@@ -237,8 +237,10 @@ func (c *grpcClient) Configure(ctx context.Context, cfg Config) error {
 			Name: ch.Name, BaseUrl: ch.BaseURL, ApiKey: ch.APIKey, Protocols: ch.Protocols, Settings: ch.Settings,
 		})
 	}
-	_, err := c.c.Configure(ctx, req, maxCall...)
-	return err
+	if _, err := c.c.Configure(ctx, req, maxCall...); err != nil {
+		return fromConfigStatus(err)
+	}
+	return nil
 }
 
 func (c *grpcClient) Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error) {

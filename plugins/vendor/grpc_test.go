@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 // fake is a vendor whose behaviour each test sets.
 type fake struct {
 	cfg    vendor.Config
+	refuse error // Configure's answer
 	got    *vendor.ChatRequest
 	chat   func(ctx context.Context, req *vendor.ChatRequest) (*vendor.ChatResponse, error)
 	stream func(ctx context.Context, req *vendor.ChatRequest, sink vendor.Sink) error
@@ -32,7 +35,7 @@ func (f *fake) Describe(context.Context) (vendor.Description, error) {
 
 func (f *fake) Configure(_ context.Context, cfg vendor.Config) error {
 	f.cfg = cfg
-	return nil
+	return f.refuse
 }
 
 func (f *fake) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.ChatResponse, error) {
@@ -98,6 +101,47 @@ func TestDescribeAndConfigureCross(t *testing.T) {
 			t.Fatalf("plugin got %+v", f.cfg)
 		}
 	})
+}
+
+// A refused config crosses as a ConfigError naming channel and field, in
+// plain words: no gRPC wording reaches the operator.
+func TestConfigErrorsCross(t *testing.T) {
+	tests := []struct {
+		desc   string
+		refuse error
+		want   vendor.ConfigError
+	}{
+		{
+			desc:   "a channel's field",
+			refuse: fmt.Errorf("openai: %w", vendor.ChannelError("main", "api_key", "api_key is empty")),
+			want:   vendor.ConfigError{Channel: "main", Field: "api_key", Message: "api_key is empty"},
+		},
+		{
+			desc:   "the plugin's settings",
+			refuse: &vendor.ConfigError{Field: "settings", Message: `unknown plugin setting "x"`},
+			want:   vendor.ConfigError{Field: "settings", Message: `unknown plugin setting "x"`},
+		},
+		{
+			desc:   "a plain error",
+			refuse: errors.New("the license file is missing"),
+			want:   vendor.ConfigError{Message: "the license file is missing"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			eachTransport(t, func(t *testing.T, connect connector) {
+				v := connect(t, &fake{refuse: tc.refuse})
+				err := v.Configure(t.Context(), vendor.Config{})
+				var ce *vendor.ConfigError
+				if !errors.As(err, &ce) || *ce != tc.want {
+					t.Fatalf("err = %#v, want %+v", err, tc.want)
+				}
+				if strings.Contains(err.Error(), "rpc error") {
+					t.Errorf("gRPC wording: %v", err)
+				}
+			})
+		})
+	}
 }
 
 func TestChatCrosses(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package echo is a reference vendor that calls no upstream: it answers
 // each of the four protocols with a trivial body, and obeys the fault
 // markers of the conformance suite. Tests of the plugin machinery run it
-// in-process and as a plugin process (cmd/tollgate-plugin-testcrash).
+// in-process and as a plugin process (internal/testcrash).
 //
 // Markers, anywhere in the request body:
 //

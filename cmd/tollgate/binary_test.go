@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+)
+
+// These tests run the real tollgate binary, built with its plugins beside
+// it (internal/testgw), against a real gateway: what an operator types.
+
+// tollgateCmd runs the built binary with args; no vendor key and no admin
+// token from the test's own environment reach it.
+func tollgateCmd(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testgw.Build(t), "tollgate"), args...)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasSuffix(name, "_API_KEY") && !strings.HasPrefix(name, "TOLLGATE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestBinaryAdmin(t *testing.T) {
+	g := testgw.Start(t, testgw.Options{})
+	admin := func(args ...string) (string, string, int) {
+		return tollgateCmd(t, nil, append([]string{"admin", "--url", g.URL, "--token", testgw.AdminToken}, args...)...)
+	}
+	acct := g.Account("")
+
+	t.Run("keys is key, and --json goes anywhere", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"--json", "keys", "list", acct},
+			{"keys", "--json", "list", acct},
+			{"keys", "list", "--json", acct},
+			{"keys", "list", acct, "--json"},
+		} {
+			out, errOut, code := admin(args...)
+			var list struct{ Object string }
+			if code != 0 || json.Unmarshal([]byte(out), &list) != nil || list.Object != "list" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+			}
+		}
+	})
+	t.Run("key create says the key is shown once", func(t *testing.T) {
+		out, errOut, code := admin("key", "create", acct, "--name", "ci")
+		if code != 0 || errOut != "" || !regexp.MustCompile(`(?m)^key: +sk-tollgate-[0-9a-f]{64}$`).MatchString(out) {
+			t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+		}
+		if !strings.Contains(out, "The raw key is shown once here; store it now (an admin can print it again with: tollgate admin key reveal key_") ||
+			strings.Contains(out, "revealable") {
+			t.Errorf("stdout:\n%s", out)
+		}
+	})
+	t.Run("a useless key is warned of, and made", func(t *testing.T) {
+		_, errOut, code := admin("key", "create", acct, "--name", "w", "--allowed-models", "sim-chatt,gpt-4o-mini", "--expires-at", "2001-01-01T00:00:00Z")
+		want := "warning: --expires-at 2001-01-01T00:00:00Z is in the past: the key is expired from the start (its calls get 401 api key expired)\n" +
+			`warning: --allowed-models: "sim-chatt" is not a model of this gateway (did you mean "sim-chat"?); the key may list it, but calls to it get model_not_found` + "\n"
+		if code != 0 || errOut != want {
+			t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, errOut, want)
+		}
+	})
+	t.Run("a wrong account id names what is missing, with the full path", func(t *testing.T) {
+		out, errOut, code := admin("key", "list", "acct_nope")
+		want := "error: GET /admin/v1/accounts/acct_nope/keys: 404: account \"acct_nope\" does not exist (not_found)\n"
+		if code != 1 || out != "" || errOut != want {
+			t.Errorf("exit %d, stdout %q, stderr %q\nwant %q", code, out, errOut, want)
+		}
+	})
+	t.Run("one error prefix for every command", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"serve", "--lsiten", ":1"}, "error: tollgate serve: unknown flag --lsiten (did you mean --listen?); see tollgate serve --help\n"},
+			{[]string{"config", "check", "--config", "/nonexistent.hcl"}, "error: config: open /nonexistent.hcl: no such file or directory\n"},
+			{[]string{"admn"}, `error: tollgate: unknown command "admn" (did you mean "admin"?); the commands are serve, admin, config, completion, version; see tollgate --help` + "\n"},
+			{[]string{"admin", "--url", g.URL, "--token", "wrong", "account", "list"}, "error: GET /admin/v1/accounts: 401: admin authentication failed: send Authorization: Bearer <admin token> (invalid_api_key)\n"},
+		} {
+			_, errOut, code := tollgateCmd(t, nil, tc.args...)
+			if code != 1 || errOut != tc.want {
+				t.Errorf("%v: exit %d, stderr %q\nwant %q", tc.args, code, errOut, tc.want)
+			}
+		}
+	})
+}
+
+func TestBinaryConfigCheck(t *testing.T) {
+	t.Run("the example starts without vendor keys", func(t *testing.T) {
+		example := filepath.Join("..", "..", "docs", "examples", "tollgate.hcl")
+		out, errOut, code := tollgateCmd(t, nil, "config", "check", "--config", example)
+		if code != 0 || !strings.HasPrefix(out, "# The effective configuration of "+example) ||
+			!strings.Contains(out, "# Channels left out with enabled = false: openai-main, anthropic-main.") ||
+			!strings.HasSuffix(errOut, "ok: "+example+" is valid (3 models, 1 channels, vendors: sim)\n") {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		// With the keys set, the real channels are on and their plugins configured.
+		out, errOut, code = tollgateCmd(t, []string{"OPENAI_API_KEY=sk-test-openai", "ANTHROPIC_API_KEY=sk-test-anthropic"}, "config", "check", "--config", example)
+		if code != 0 || strings.Contains(out, "sk-test") || !strings.Contains(out, `api_key   = "<secret, 14 characters>"`) ||
+			!strings.Contains(errOut, "vendors: anthropic, openai, sim") {
+			t.Errorf("with keys: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+	})
+	t.Run("the embedded default", func(t *testing.T) {
+		_, errOut, code := tollgateCmd(t, nil, "config", "check", "--quiet")
+		if code != 0 || errOut != "ok: the embedded default is valid (8 models, 1 channels, vendors: sim)\n" {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	t.Run("what cannot work is refused by file:line", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "bad.hcl")
+		src := `model "m" {
+  price {
+    input  = "1"
+    output = "2"
+  }
+}
+channel "typo" {
+  vendor    = "opnai"
+  protocols = ["openai_chat"]
+  models    = ["m"]
+}
+channel "nokey" {
+  vendor    = "openai"
+  base_url  = "https://api.openai.com/v1"
+  api_key   = env("UNSET_FOR_TEST", "")
+  protocols = ["openai_chat"]
+  models    = ["m"]
+}
+`
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := tollgateCmd(t, nil, "config", "check", "--config", path)
+		want := []string{
+			path + `:8,15-22: channel "typo": vendor "opnai" has no plugin (did you mean "openai"?); the plugins found are anthropic, gemini, openai, openai-compatible, sim`,
+			path + `:14,15-42: channel "nokey": base_url "https://api.openai.com/v1": give the vendor root without /v1 (https://api.openai.com); the plugin adds the version`,
+		}
+		if code != 1 || out != "" {
+			t.Errorf("exit %d, stdout %q", code, out)
+		}
+		for _, w := range want {
+			if !strings.Contains(errOut, "error: "+w) {
+				t.Errorf("stderr lacks %q:\n%s", w, errOut)
+			}
+		}
+		if strings.Contains(errOut, "rpc error") {
+			t.Errorf("gRPC wording reached the operator:\n%s", errOut)
+		}
+		// Typo and base_url fixed: the empty api_key is next, at its line.
+		src = strings.Replace(src, `vendor    = "opnai"`, "vendor    = \"openai\"\n  base_url  = \"https://api.openai.com\"\n  api_key   = \"sk-test\"", 1)
+		src = strings.Replace(src, `/v1"`, `"`, 1)
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code = tollgateCmd(t, nil, "config", "check", "--config", path)
+		if want := "error: " + path + `:17,15-40: channel "nokey": api_key is empty (usually api_key = env("VENDOR_API_KEY"); is the variable set?)` + "\n"; code != 1 || errOut != want {
+			t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, errOut, want)
+		}
+	})
+}
+
+func TestBinaryVersionAndCompletion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "tollgate")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7 -X main.commit=abc1234 -X main.date=2030-01-02T03:04:05Z", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := exec.Command(bin, args...).Output()
+		if want := "tollgate v9.8.7 (commit abc1234, built 2030-01-02T03:04:05Z)\n"; err != nil || string(out) != want {
+			t.Errorf("%v: %q %v, want %q", args, out, err, want)
+		}
+	}
+	out, _, code := tollgateCmd(t, nil, "version")
+	if code != 0 || !regexp.MustCompile(`^tollgate dev \(commit \S+, built \S+\)\n$`).MatchString(out) {
+		t.Errorf("a plain build: %q", out)
+	}
+	out, _, code = tollgateCmd(t, nil, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "complete -o bashdefault -o default -F _tollgate_complete tollgate") {
+		t.Errorf("bash completion: %d %q", code, out)
+	}
+	for _, shell := range []string{"zsh", "fish"} {
+		if out, _, code := tollgateCmd(t, nil, "completion", shell); code != 0 || !strings.Contains(out, "tollgate") {
+			t.Errorf("%s completion: %d %q", shell, code, out)
+		}
+	}
+	out, _, _ = tollgateCmd(t, nil, "admin", "key", "--generate-bash-completion")
+	for _, w := range []string{"create", "list", "reveal", "update", "delete"} {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("completion of admin key lacks %s: %q", w, out)
+		}
+	}
+}
+
+// The banner says once what listens, which config, where the admin token
+// is (a path, not the token); a later start says the demo account exists
+// and gives the command that prints its key again, which works.
+func TestBinaryBanner(t *testing.T) {
+	dir := t.TempDir()
+	noToken := []string{"TOLLGATE_ADMIN_TOKEN="}
+	first := testgw.Start(t, testgw.Options{DataDir: dir, Env: noToken})
+	out := first.Output() // the listening line is the banner's last
+	tokenFile := filepath.Join(dir, "admin.token")
+	rawKey := regexp.MustCompile(`(?m)^    (sk-tollgate-[0-9a-f]{64})$`).FindStringSubmatch(out)
+	for _, want := range []string{
+		"Tollgate listening on " + first.URL + "\n",
+		"config:       embedded default",
+		"admin token:  generated into the file " + tokenFile + " (tollgate admin reads it there)\n",
+		"A demo account holds 121.32 trial credit.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first banner lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(strings.ToLower(out), "listening"); n != 1 || rawKey == nil {
+		t.Errorf("listening said %d times, key %v:\n%s", n, rawKey, out)
+	}
+	first.Stop()
+
+	second := testgw.Start(t, testgw.Options{DataDir: dir, Env: noToken})
+	out = second.Output()
+	cmdLine := regexp.MustCompile(`print its key again with: (tollgate admin .*key reveal key_[0-9a-f]+)\n`).FindStringSubmatch(out)
+	if cmdLine == nil || !strings.Contains(out, "admin token:   in the file "+tokenFile) || strings.Contains(out, "A demo account holds") {
+		t.Fatalf("second banner:\n%s", out)
+	}
+	args := strings.Fields(strings.TrimPrefix(cmdLine[1], "tollgate "))
+	got, errOut, code := tollgateCmd(t, nil, args...)
+	if code != 0 || !strings.Contains(got, "key: "+rawKey[1]) {
+		t.Errorf("%s: exit %d, stdout %q, stderr %q; want the demo key %s", cmdLine[1], code, got, errOut, rawKey[1])
+	}
+}

@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tollgate-gw/tollgate/core/admin"
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// The demo account of the embedded default, found again on later starts
+// by these names.
+const (
+	demoAccount = "demo"
+	demoKey     = "demo key"
+)
+
+// banner is what the gateway prints once it listens: its first line,
+// "Tollgate listening on http://ADDR", is what scripts wait for.
+type banner struct {
+	cfg       *config.Config
+	addr      string
+	tokenFrom tokenSource
+	plugins   []string
+
+	demoFirst  *demoKeyShown // the demo account was made now
+	demoAcct   string        // an existing demo account's id
+	demoKeyID  string        // its key's id, when it still has it
+	noAccounts bool          // a config file, and no account yet
+}
+
+type demoKeyShown struct {
+	raw, keyID string
+	credit     string
+}
+
+// demo makes the embedded default's demo account on its first start, or
+// finds it again on a later one; with a config file it notes an empty store.
+func (b *banner) demo(ctx context.Context, st store.Store, svc *admin.Service) error {
+	accts, err := st.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	if b.cfg.Source != "" {
+		b.noAccounts = len(accts) == 0
+		return nil
+	}
+	for _, a := range accts {
+		if a.Name != demoAccount {
+			continue
+		}
+		b.demoAcct = a.ID
+		keys, err := st.ListKeys(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if k.Name == demoKey {
+				b.demoKeyID = k.ID
+			}
+		}
+		return nil
+	}
+	if len(accts) > 0 {
+		return nil // the operator's own accounts: no demo
+	}
+	a, err := svc.CreateAccount(ctx, demoAccount, nil)
+	if err != nil {
+		return err
+	}
+	name := demoKey
+	k, raw, err := svc.CreateKey(ctx, a.ID, admin.KeySpec{Name: &name})
+	if err != nil {
+		return err
+	}
+	b.demoFirst = &demoKeyShown{raw: raw, keyID: k.ID, credit: svc.SignupCredit().String()}
+	return nil
+}
+
+// reach is the address this machine reaches the gateway at: the bound
+// one, or loopback when it listens on every interface.
+func (b *banner) reach() string {
+	host, port, err := net.SplitHostPort(b.addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return b.addr
+}
+
+// print writes the banner once. Its last line, "Tollgate listening on
+// http://ADDR", says the gateway is ready: scripts wait for it, and by then
+// the rest of the banner is out.
+func (b *banner) print(out io.Writer) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	if b.cfg.Source == "" {
+		fmt.Fprintf(tw, "config:\tembedded default (the sim upstream; tollgate serve --config FILE runs your own)\n")
+	} else {
+		fmt.Fprintf(tw, "config:\t%s\n", b.cfg.Source)
+	}
+	fmt.Fprintf(tw, "data:\t%s\n", b.cfg.Store.Dir)
+	fmt.Fprintf(tw, "admin token:\t%s\n", b.tokenLine())
+	fmt.Fprintf(tw, "vendors:\t%s\n", strings.Join(b.plugins, ", "))
+	switch {
+	case b.demoAcct != "" && b.demoKeyID != "":
+		fmt.Fprintf(tw, "demo account:\t%s exists; print its key again with: %s\n", b.demoAcct, b.adminCmd("key reveal "+b.demoKeyID))
+	case b.demoAcct != "":
+		fmt.Fprintf(tw, "demo account:\t%s exists; make it a key with: %s\n", b.demoAcct, b.adminCmd("key create "+b.demoAcct+" --name "+"'"+demoKey+"'"))
+	case b.noAccounts:
+		fmt.Fprintf(tw, "accounts:\tnone yet; create one with: %s\n", b.adminCmd("account create --name NAME"))
+	}
+	_ = tw.Flush()
+	if d := b.demoFirst; d != nil {
+		fmt.Fprintf(out, `
+A demo account holds %s trial credit. Its API key (print it again with
+%s):
+
+    %s
+
+Try it:
+
+    curl -s http://%s/v1/chat/completions \
+      -H "Authorization: Bearer %s" \
+      -H "Content-Type: application/json" \
+      -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
+`, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
+	}
+	fmt.Fprintln(out)
+	if r := b.reach(); r != b.addr {
+		_, port, _ := net.SplitHostPort(b.addr)
+		fmt.Fprintf(out, "Tollgate listening on http://0.0.0.0:%s (every interface; from this machine http://%s)\n", port, r)
+	} else {
+		fmt.Fprintf(out, "Tollgate listening on http://%s\n", b.addr)
+	}
+}
+
+// tokenLine says where the admin token is, never the token itself.
+func (b *banner) tokenLine() string {
+	t := b.tokenFrom
+	switch {
+	case t.config:
+		return "server.admin_token in " + b.cfg.Source
+	case t.env:
+		return "from $TOLLGATE_ADMIN_TOKEN"
+	case t.made:
+		return "generated into the file " + t.file + " (tollgate admin reads it there)"
+	}
+	return "in the file " + t.file + " (tollgate admin reads it there)"
+}
+
+// adminCmd is a `tollgate admin` command line that reaches this gateway:
+// --url and --data-dir only where they differ from the CLI's defaults.
+func (b *banner) adminCmd(args string) string {
+	cmd := "tollgate admin"
+	if r := b.reach(); r != "127.0.0.1:8080" {
+		cmd += " --url http://" + r
+	}
+	if dir := filepath.Clean(b.cfg.Store.Dir); b.tokenFrom.file != "" && dir != "data" {
+		cmd += " --data-dir " + b.cfg.Store.Dir
+	}
+	return cmd + " " + args
+}
+
+func (b *banner) demoModel() string {
+	model := "sim-chat"
+	if _, ok := b.cfg.Model(model); !ok && len(b.cfg.Models) > 0 {
+		model = b.cfg.Models[0].ID
+	}
+	return model
+}

@@ -1,0 +1,312 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/pipeline"
+	"github.com/tollgate-gw/tollgate/plugins/host"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+	"github.com/tollgate-gw/tollgate/store/badgerstore"
+)
+
+// Check runs every start-up check of o.Config without serving: the vendor
+// plugins are started and configured, the pipeline is built, then all of
+// it is stopped. The data directory is not touched (a running gateway
+// holds its lock). What `tollgate config check` runs.
+func Check(ctx context.Context, o Options) error {
+	cfg, log := o.Config, o.Logger
+	reg := o.Stages
+	if reg == nil {
+		reg = pipeline.NewRegistry()
+	}
+	plugins := host.New(log.Named("plugin"))
+	defer plugins.Close()
+	vendors, err := preflight(ctx, cfg, reg, plugins, log)
+	if err != nil {
+		return err
+	}
+	jobs, _, err := describeFamilies(ctx, cfg, vendors)
+	if err != nil {
+		return err
+	}
+	st, err := badgerstore.Open("", badgerstore.Options{InMemory: true, Logger: log.Named("store")})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, err = buildChain(reg, &pipeline.Deps{
+		Config: cfg, Store: st, Vendors: vendors, Jobs: jobs, Logger: log, Now: time.Now,
+		Health: pipeline.NewHealth(time.Now), Auth: pipeline.NewAuthenticator(st, time.Now),
+	}, cfg)
+	return err
+}
+
+// refuseUnsupported refuses what this version cannot do rather than serve
+// something else than the operator asked for.
+func refuseUnsupported(cfg *config.Config) error {
+	if cfg.Server.TLS != nil {
+		return cfg.Refuse(config.Ref{Kind: "server", Attr: "tls"},
+			"automatic HTTPS is not available in this version; terminate TLS in front of Tollgate (a reverse proxy) and remove the tls block")
+	}
+	return nil
+}
+
+// startVendors launches each vendor plugin the channels use, handing each
+// only its own channels and secrets. Every problem (a vendor with no
+// plugin, a channel its plugin refuses) is reported at its place in the
+// file, all of them at once.
+func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
+	out := map[string]vendor.Vendor{}
+	var problems []*config.Error
+	for _, name := range cfg.PluginNames() {
+		var explicit string
+		var settings map[string]string
+		for _, p := range cfg.Plugins {
+			if p.Name == name {
+				explicit, settings = p.Path, p.Settings
+			}
+		}
+		path, err := host.Find(name, explicit)
+		if err != nil {
+			problems = append(problems, noPlugin(cfg, name, explicit)...)
+			continue
+		}
+		vc := vendor.Config{Settings: settings}
+		for _, ch := range cfg.Channels {
+			if ch.Vendor == name {
+				vc.Channels = append(vc.Channels, vendor.Channel{
+					Name: ch.Name, BaseURL: ch.BaseURL, APIKey: ch.APIKey,
+					Protocols: ch.Protocols, Settings: ch.Settings,
+				})
+			}
+		}
+		v, err := h.Start(ctx, name, path, vc)
+		if err != nil {
+			problems = append(problems, pluginRefused(cfg, name, path, err))
+			continue
+		}
+		out[name] = v
+		log.Debug("plugin started", "name", name, "path", path)
+	}
+	return out, join(problems)
+}
+
+// noPlugin says a vendor has no plugin binary, at each channel naming it
+// (or at the plugin block's path), with the vendor it was probably meant
+// to be.
+func noPlugin(cfg *config.Config, name, explicit string) []*config.Error {
+	if explicit != "" {
+		return []*config.Error{cfg.Refuse(config.Ref{Kind: "plugin", Name: name, Attr: "path"}, "no plugin binary at %s", explicit)}
+	}
+	found := host.Available()
+	hint := didYouMean(name, found)
+	have := "no plugin was found"
+	if len(found) > 0 {
+		have = "the plugins found are " + strings.Join(found, ", ")
+	}
+	var out []*config.Error
+	for _, ch := range cfg.Channels {
+		if ch.Vendor == name {
+			out = append(out, cfg.Refuse(config.Ref{Kind: "channel", Name: ch.Name, Attr: "vendor"},
+				"vendor %q has no plugin%s; %s (a vendor is a binary tollgate-plugin-NAME beside tollgate or in $TOLLGATE_PLUGIN_DIR: build them with `make plugins`, or name one with plugin %q { path = \"...\" })",
+				name, hint, have, name))
+		}
+	}
+	return out
+}
+
+// pluginRefused places a plugin's refusal of its config: at the channel
+// and attribute it names, else at the plugin's block or its first channel.
+func pluginRefused(cfg *config.Config, name, path string, err error) *config.Error {
+	first := config.Ref{Kind: "plugin", Name: name}
+	if !cfg.Has(first) {
+		for _, ch := range cfg.Channels {
+			if ch.Vendor == name {
+				first = config.Ref{Kind: "channel", Name: ch.Name, Attr: "vendor"}
+				break
+			}
+		}
+	}
+	var ce *vendor.ConfigError
+	switch {
+	case errors.As(err, &ce) && ce.Channel != "":
+		return cfg.Refuse(config.Ref{Kind: "channel", Name: ce.Channel, Attr: ce.Field}, "%s", ce.Message)
+	case errors.As(err, &ce) && first.Kind == "plugin":
+		return cfg.Refuse(config.Ref{Kind: "plugin", Name: name, Attr: ce.Field}, "%s", ce.Message)
+	case errors.As(err, &ce):
+		return cfg.Refuse(first, "plugin %q refused its configuration: %s", name, ce.Message)
+	}
+	return cfg.Refuse(first, "the plugin %q (%s) did not start: %v", name, path, err)
+}
+
+// checkStages refuses, before anything starts, unknown stage names and
+// settings of a stage the chain does not run (they would be ignored).
+func checkStages(reg *pipeline.Registry, cfg *config.Config) []*config.Error {
+	var problems []*config.Error
+	order := cfg.Pipeline.Stages
+	if len(order) == 0 {
+		order = pipeline.DefaultOrder
+	}
+	for _, name := range cfg.Pipeline.Stages {
+		if !slices.Contains(reg.Names(), name) {
+			problems = append(problems, cfg.Refuse(config.Ref{Kind: "pipeline", Attr: "stages"},
+				"unknown stage %q%s; the stages are %s", name, didYouMean(name, reg.Names()), strings.Join(reg.Names(), ", ")))
+		}
+	}
+	names := make([]string, 0, len(cfg.Pipeline.Settings))
+	for name := range cfg.Pipeline.Settings {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(order, name) {
+			problems = append(problems, cfg.Refuse(config.Ref{Kind: "stage", Name: name},
+				"the pipeline does not run this stage%s, so its settings would be ignored; add it to pipeline { stages = [...] } or remove the block",
+				didYouMean(name, order)))
+		}
+	}
+	return problems
+}
+
+// buildChain builds the pipeline; a stage refusing its settings is
+// reported at its stage block, anything else at pipeline.stages.
+func buildChain(reg *pipeline.Registry, deps *pipeline.Deps, cfg *config.Config) (*pipeline.Chains, error) {
+	chain, err := pipeline.Build(reg, deps, cfg.Pipeline.Stages, cfg.Pipeline.Settings)
+	if err == nil {
+		return chain, nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "pipeline: ")
+	for name := range cfg.Pipeline.Settings {
+		if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("stage %q: ", name)); ok {
+			return nil, cfg.Refuse(config.Ref{Kind: "stage", Name: name, Attr: "settings"}, "%s", rest)
+		}
+	}
+	return nil, cfg.Refuse(config.Ref{Kind: "pipeline", Attr: "stages"}, "%s", msg)
+}
+
+func didYouMean(name string, options []string) string {
+	if s := config.Suggest(name, options); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+// preflight starts the vendor plugins after the checks that need nothing
+// running, and reports every problem of both at once.
+func preflight(ctx context.Context, cfg *config.Config, reg *pipeline.Registry, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
+	if err := refuseUnsupported(cfg); err != nil {
+		return nil, err
+	}
+	problems := checkStages(reg, cfg)
+	vendors, err := startVendors(ctx, cfg, h, log)
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		problems = append(problems, ce)
+	} else if err != nil {
+		return nil, err
+	}
+	return vendors, join(problems)
+}
+
+// join merges problems into one *config.Error in file order; nil if none.
+func join(problems []*config.Error) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	all := &config.Error{}
+	for _, p := range problems {
+		all.Diagnostics = append(all.Diagnostics, p.Diagnostics...)
+	}
+	slices.SortStableFunc(all.Diagnostics, func(a, b *hcl.Diagnostic) int {
+		switch {
+		case a.Subject == nil || b.Subject == nil:
+			return 0
+		}
+		return a.Subject.Start.Byte - b.Subject.Start.Byte
+	})
+	return all
+}
+
+// describeFamilies reads the endpoint families the running plugins serve
+// (their Describe) and checks the config against them: two plugins of one
+// family must describe it alike, a channel's families must be served by
+// its vendor, and a media model needs a channel that serves its family.
+func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[string]vendor.Vendor) (map[string]vendor.Jobs, []*vendor.FamilySpec, error) {
+	jobs := map[string]vendor.Jobs{}
+	specs := map[string]*vendor.FamilySpec{}
+	by := map[string]string{}       // family -> the plugin that first described it
+	serves := map[string][]string{} // plugin -> families
+	for _, name := range cfg.PluginNames() {
+		v := vendors[name]
+		if v == nil {
+			continue
+		}
+		d, err := v.Describe(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("plugin %q: describe: %w", name, err)
+		}
+		serves[name] = append(serves[name], d.Families...)
+		if len(d.Specs) == 0 {
+			continue
+		}
+		j, ok := v.(vendor.Jobs)
+		if !ok {
+			return nil, nil, fmt.Errorf("plugin %q describes endpoint families but cannot serve them", name)
+		}
+		jobs[name] = j
+		for i := range d.Specs {
+			sp := d.Specs[i]
+			serves[name] = append(serves[name], sp.Name)
+			if prev, ok := specs[sp.Name]; ok {
+				if !sameSpec(prev, &sp) {
+					return nil, nil, fmt.Errorf("plugins %q and %q describe the %s family differently (routes or limits); build them from the same version", by[sp.Name], name, sp.Name)
+				}
+				continue
+			}
+			specs[sp.Name], by[sp.Name] = &sp, name
+		}
+	}
+	var problems []*config.Error
+	for _, ch := range cfg.Channels {
+		for _, f := range ch.Families {
+			if f != config.DefaultFamily && !slices.Contains(serves[ch.Vendor], f) {
+				problems = append(problems, cfg.Refuse(config.Ref{Kind: "channel", Name: ch.Name, Attr: "families"},
+					"the vendor %q does not serve the %s family (it serves %s)", ch.Vendor, f, strings.Join(serves[ch.Vendor], ", ")))
+			}
+		}
+	}
+	for i := range cfg.Models {
+		m := &cfg.Models[i]
+		if m.Family == "" || m.Family == config.DefaultFamily {
+			continue
+		}
+		served := false
+		for _, ch := range cfg.ChannelsFor(m.ID) {
+			if _, ok := jobs[ch.Vendor]; ok && specs[m.Family] != nil && slices.Contains(ch.Families, m.Family) {
+				served = true
+			}
+		}
+		if !served && len(cfg.ChannelsFor(m.ID)) > 0 {
+			problems = append(problems, cfg.Refuse(config.Ref{Kind: "model", Name: m.ID, Attr: "family"},
+				"no channel of model %q has a plugin serving the %s family", m.ID, m.Family))
+		}
+	}
+	if err := join(problems); err != nil {
+		return nil, nil, err
+	}
+	out := make([]*vendor.FamilySpec, 0, len(specs))
+	for _, name := range slices.Sorted(maps.Keys(specs)) {
+		out = append(out, specs[name])
+	}
+	return jobs, out, nil
+}
