@@ -17,6 +17,9 @@ var (
 	ErrExists       = errors.New("store: already exists")
 	ErrInsufficient = errors.New("store: amount exceeds the available balance")
 	ErrClosed       = errors.New("store: closed")
+	// ErrOutOfRange refuses a money move that would take a balance, a held
+	// sum or an available balance outside money's range. Nothing changes.
+	ErrOutOfRange = errors.New("store: the move would take the account's money out of range (at most ±9223372036.854775807 credits)")
 )
 
 // Account statuses.
@@ -43,8 +46,16 @@ type Wallet struct {
 	Held      money.Nano `json:"held"`
 }
 
-// Available is what new holds may still reserve (may be negative).
-func (w Wallet) Available() money.Nano { return w.Balance - w.Held }
+// Available is what new holds may still reserve (may be negative). The
+// books keep it within money's range; should a wallet not be, the floor
+// money.Min is answered, which no hold can pass.
+func (w Wallet) Available() money.Nano {
+	a, ok := money.Sub(w.Balance, w.Held)
+	if !ok {
+		return money.Min
+	}
+	return a
+}
 
 // LedgerEntry is one change of a balance that is not a request settlement:
 // a sign-up credit, a top-up, an admin correction.

@@ -73,7 +73,7 @@ func (s *Server) serveBalance(w http.ResponseWriter, r *http.Request) {
 		"object":        "key.balance",
 		"remaining_usd": remaining,
 		"used_usd":      used,
-		"total_usd":     remaining + used,
+		"total_usd":     money.TotalOf(remaining, used),
 		"expires_at":    expires,
 	})
 }
