@@ -21,9 +21,9 @@ const summaryTTL = 60 * time.Second
 type summaryTotal struct {
 	Requests     int64       `json:"requests"`
 	Cost         money.Total `json:"cost"`
-	InputTokens  int64      `json:"input_tokens"`
-	OutputTokens int64      `json:"output_tokens"`
-	CachedTokens int64      `json:"cached_tokens"`
+	InputTokens  int64       `json:"input_tokens"`
+	OutputTokens int64       `json:"output_tokens"`
+	CachedTokens int64       `json:"cached_tokens"`
 }
 
 type statusCounts struct {
@@ -39,7 +39,7 @@ type dayJSON struct {
 }
 
 type modelJSON struct {
-	Model       string     `json:"model"`
+	Model       string      `json:"model"`
 	Requests    int64       `json:"requests"`
 	Cost        money.Total `json:"cost"`
 	TotalTokens int64       `json:"total_tokens"`

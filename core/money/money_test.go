@@ -67,7 +67,7 @@ func TestMinInt64Renders(t *testing.T) {
 	if got := Nano(-1 << 63).String(); got != "-9223372036.854775808" {
 		t.Fatalf("got %s", got)
 	}
-	if Nano(-1 << 63).Valid() || !Min.Valid() || !Max.Valid() {
+	if Nano(-1<<63).Valid() || !Min.Valid() || !Max.Valid() {
 		t.Fatal("Valid")
 	}
 }

@@ -1429,8 +1429,10 @@ model "ag-idlech" {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("ag-gpt", "fail [sim:error=503]", ""))
-				if c.Status != 503 {
+				c, err := tryDo("POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("ag-gpt", "fail [sim:error=503]", ""))
+				if err != nil {
+					t.Error(err)
+				} else if c.Status != 503 {
 					t.Errorf("%d %s", c.Status, c.Body)
 				}
 			}()

@@ -134,7 +134,7 @@ func TestReveal(t *testing.T) {
 		t.Fatalf("reveal: %d %q, want %q", st, got.Key, raw)
 	}
 	var bad map[string]any
-	if st := g.Admin("GET", "/keys/key_missing/reveal", nil, &bad); st != 404 {
+	if st := g.AdminStatus("GET", "/keys/key_missing/reveal", nil, &bad); st != 404 {
 		t.Fatalf("unknown key reveal: %d", st)
 	}
 	req, _ := http.NewRequest("GET", g.URL+"/admin/v1/keys/"+id+"/reveal", nil)

@@ -131,7 +131,11 @@ model "idem-chat" {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = do(t, "POST", g.URL+"/v1/chat/completions", withKey(w.key, "k-5"), body)
+				c, err := tryDo("POST", g.URL+"/v1/chat/completions", withKey(w.key, "k-5"), body)
+				if err != nil {
+					t.Error(err)
+				}
+				results[i] = c
 			}()
 		}
 		wg.Wait()

@@ -159,9 +159,14 @@ func TestPluginCrashIs502AndRestarts(t *testing.T) {
 	if len(plugins) == 0 {
 		t.Fatal("no plugin process")
 	}
-	done := make(chan call, 1)
+	type result struct {
+		c   call
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		done <- do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "slowly [sim:latency=30s]", ""))
+		c, err := tryDo("POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "slowly [sim:latency=30s]", ""))
+		done <- result{c, err}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -179,7 +184,11 @@ func TestPluginCrashIs502AndRestarts(t *testing.T) {
 	}
 	var c call
 	select {
-	case c = <-done:
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		c = r.c
 	case <-time.After(20 * time.Second):
 		t.Fatal("the call in flight did not end when its plugin died")
 	}

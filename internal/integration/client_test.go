@@ -1,0 +1,6 @@
+package integration
+
+import "net/http"
+
+// httpClient is the client of the tests' raw calls.
+var httpClient = http.DefaultClient
