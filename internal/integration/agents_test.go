@@ -1560,7 +1560,7 @@ const bashSchema = `{"type":"object","properties":{"command":{"type":"string"},"
 func TestAgentsEmbeddedDefault(t *testing.T) {
 	t.Parallel()
 	// No vendor key: sim serves everything.
-	g := testgw.Start(t, testgw.Options{Env: []string{"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY="}})
+	g := startGateway(t, testgw.Options{Env: []string{"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY="}})
 
 	t.Run("the agents' ids are listed, owned by sim", func(t *testing.T) {
 		t.Parallel()

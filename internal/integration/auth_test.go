@@ -150,7 +150,7 @@ func TestReveal(t *testing.T) {
 }
 
 func TestQuotaAtAuthentication(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("0")
 	_, key := g.Key(acct, nil)
 
@@ -196,7 +196,7 @@ func TestQuotaAtAuthentication(t *testing.T) {
 }
 
 func TestPrechargeRefusesWhatTheBalanceCannotCover(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("0.001")
 	_, key := g.Key(acct, nil)
 	c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "hi", `"max_tokens":1000000`))
@@ -221,7 +221,7 @@ func TestPrechargeRefusesWhatTheBalanceCannotCover(t *testing.T) {
 // the balance and catalog endpoints, which the spec says leave it alone.
 func TestKeyLastUsed(t *testing.T) {
 	t.Parallel()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("")
 	id, key := g.Key(acct, nil)
 	lastUsed := func() any {

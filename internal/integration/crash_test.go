@@ -22,9 +22,9 @@ import (
 // credited), no hold is left open, and every call that got an answer has
 // exactly one row (a finished call its own, a cut one the recovery's).
 func TestSIGKILLWithCallsInFlight(t *testing.T) {
-	start := time.Now()
+	began := time.Now()
 	dir := t.TempDir()
-	g := testgw.Start(t, testgw.Options{DataDir: dir})
+	g := startGateway(t, testgw.Options{DataDir: dir})
 	const credit = "1000"
 	acct := g.Account(credit)
 	_, key := g.Key(acct, nil)
@@ -37,7 +37,7 @@ func TestSIGKILLWithCallsInFlight(t *testing.T) {
 		for _, tr := range traces {
 			answered[tr] = true
 		}
-		g = testgw.Start(t, testgw.Options{DataDir: dir})
+		g = startGateway(t, testgw.Options{DataDir: dir})
 		rows := checkBooks(t, g, acct, credit)
 		for tr := range answered {
 			if rows[tr] != 1 {
@@ -46,7 +46,7 @@ func TestSIGKILLWithCallsInFlight(t *testing.T) {
 		}
 		t.Logf("round %d: killed after %s with %d calls answered (%d finished); %d rows", round, killAt, len(traces), finished, len(rows))
 	}
-	t.Logf("%d rounds in %s", rounds, time.Since(start))
+	t.Logf("%d rounds in %s", rounds, time.Since(began))
 }
 
 // loadAndKill runs 40 callers against g until it is SIGKILLed after

@@ -70,7 +70,7 @@ func tryDo(method, url string, headers map[string]string, body string) (call, er
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return call{}, err
 	}
@@ -102,7 +102,7 @@ func mustJSON(v any) string {
 // startDefault runs the gateway on the embedded default with a fresh account.
 func startDefault(t *testing.T) (*testgw.Gateway, string, string) {
 	t.Helper()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("")
 	_, key := g.Key(acct, nil)
 	return g, acct, key

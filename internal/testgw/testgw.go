@@ -201,6 +201,16 @@ func (g *Gateway) Stop() {
 	}
 }
 
+// Alive reports whether the process is still running.
+func (g *Gateway) Alive() bool {
+	select {
+	case <-g.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // Kill SIGKILLs the process and waits for it.
 func (g *Gateway) Kill() {
 	_ = g.Cmd.Process.Kill()
