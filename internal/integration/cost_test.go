@@ -89,7 +89,8 @@ var testPrices = func() map[string]price {
 	// modelBlock and the faults tests' slow models: 1 and 2.
 	for _, id := range []string{"solo", "gone", "disc", "solo-claude", "solo-gemini", "gone-claude", "gone-gemini",
 		"slowpoke", "slowpoke-claude", "slowpoke-gemini", "fo-500", "fo-closed", "fo-429", "all-429", "all-500",
-		"brk", "mixed", "idem-chat", "leaky", "pc-big", "pc-small"} {
+		"brk", "mixed", "idem-chat", "leaky", "pc-big", "pc-small", "bt", "bt-gone", "bt-claude", "bt-slow",
+		"lk", "lk-claude", "lk-gemini"} {
 		m[id] = per("1", "2", "", "")
 	}
 	// agentsConfig and its extras: 3 and 15.
