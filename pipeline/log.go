@@ -58,9 +58,19 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 		row.Cost = 0
 	}
 	// The client may be gone; the ledger must still be written.
-	if err := s.store.Settle(context.WithoutCancel(ctx), st); err != nil {
-		s.log.Error("settlement failed; the hold stays open for recovery", "request_id", c.ID, "error", err)
-		if c.Err == nil && c.response != nil {
+	err := s.store.Settle(context.WithoutCancel(ctx), st)
+	heldBack := c.Err == nil && c.response != nil
+	if errors.Is(err, store.ErrOutOfRange) {
+		if row, err = s.settleUnbooked(ctx, c, st, heldBack); err == nil {
+			err = store.ErrOutOfRange // the answer is not handed out (below)
+			c.Row = row
+		}
+	}
+	if err != nil {
+		if c.Row == nil {
+			s.log.Error("settlement failed; the hold stays open for recovery", "request_id", c.ID, "error", err)
+		}
+		if heldBack {
 			c.Err = apierr.Internal(err)
 			c.renderError()
 		}
@@ -68,6 +78,34 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 	}
 	c.Row = row
 	s.log.Debug("settled", "request_id", c.ID, "status", row.Status, "cost", row.Cost.String(), "model", row.Model)
+}
+
+// settleUnbooked closes a hold whose charge the books refused because it
+// would take the balance out of money's range (an account already
+// indebted by about 9.2e9 credits): the row is written and the hold closed
+// with a charge of 0, the charge that could not be booked is named in the
+// row's technical view and in the log, and an answer still held back
+// becomes a 500 (the gateway does not hand out what it could not bill).
+// The call is never lost, and the books stay exact.
+func (s *logStage) settleUnbooked(ctx context.Context, c *Call, st store.Settlement, heldBack bool) (*store.LogRow, error) {
+	s.log.Error("the charge would take the balance out of range; the call is logged with cost 0",
+		"request_id", c.ID, "account_id", st.Row.AccountID, "charge", st.Charge.String())
+	row := *st.Row
+	row.Cost = 0
+	if heldBack {
+		row.Status, row.ErrorCode, row.ErrorMessage = store.StatusError, apierr.InternalError, "internal error"
+	}
+	if row.Tech != nil {
+		tech := *row.Tech
+		tech.Gateway = append(tech.Gateway[:len(tech.Gateway):len(tech.Gateway)],
+			store.KV{K: "charge_not_booked", V: st.Charge.String() + " (out of the balance's range)"})
+		row.Tech = &tech
+	}
+	st.Charge, st.Row = 0, &row
+	if err := s.store.Settle(context.WithoutCancel(ctx), st); err != nil {
+		return nil, err
+	}
+	return &row, nil
 }
 
 func (s *logStage) row(c *Call) *store.LogRow {

@@ -49,7 +49,12 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 			c.WireMax = int64(m.DefaultMaxTokens)
 		}
 	}
-	amount := TokenCost(m.Price, c.Estimated, 0, 0, c.HoldMax)
+	amount, ok := TokenCost(m.Price, c.Estimated, 0, 0, c.HoldMax)
+	if !ok {
+		// Beyond the largest amount: more than any balance can be.
+		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost more than "+amount.String()+
+			" credits (input estimate plus max tokens), more than any balance; lower max_tokens")
+	}
 	h := store.Hold{
 		ID:          c.ID,
 		AccountID:   c.Account.ID,
@@ -99,7 +104,9 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what,
 // TokenCost prices token usage: cached input at cached_input (input when
 // unset), cache writes at cache_write (input when unset), the rest of the
 // input at input, output at output. input includes cached and written tokens.
-func TokenCost(p config.Price, input, cached, cacheWrite, output int64) money.Nano {
+// Each part is rounded half up to the nano. ok is false when the cost is
+// beyond money.Max; the cost is then money.Max.
+func TokenCost(p config.Price, input, cached, cacheWrite, output int64) (cost money.Nano, ok bool) {
 	cachedPrice := p.CachedInput
 	if cachedPrice == 0 {
 		cachedPrice = p.Input
@@ -109,8 +116,17 @@ func TokenCost(p config.Price, input, cached, cacheWrite, output int64) money.Na
 		writePrice = p.Input
 	}
 	plain := max(input-cached-cacheWrite, 0)
-	return money.PerMillion(plain, p.Input) +
-		money.PerMillion(cached, cachedPrice) +
-		money.PerMillion(cacheWrite, writePrice) +
-		money.PerMillion(output, p.Output)
+	for _, part := range [...]struct {
+		n     int64
+		price money.Nano
+	}{{plain, p.Input}, {cached, cachedPrice}, {cacheWrite, writePrice}, {output, p.Output}} {
+		c, fits := money.MulPerMillion(part.n, part.price)
+		if fits {
+			cost, fits = money.Add(cost, c)
+		}
+		if !fits {
+			return money.Max, false
+		}
+	}
+	return cost, true
 }

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -12,9 +14,13 @@ import (
 // upstream reported no usage, the pre-charge input estimate and output
 // estimated from the characters emitted. It never gates again: the charge may
 // exceed the hold. The log stage commits it.
-type settleStage struct{}
+type settleStage struct {
+	log hclog.Logger
+}
 
-func newSettle(*Deps, map[string]string) (Stage, error) { return settleStage{}, nil }
+func newSettle(d *Deps, _ map[string]string) (Stage, error) {
+	return settleStage{log: d.Logger.Named("settle")}, nil
+}
 
 func (settleStage) Name() string { return "settle" }
 
@@ -23,7 +29,7 @@ func (s settleStage) Serve(ctx context.Context, c *Call) error {
 	return nil
 }
 
-func (settleStage) Finish(_ context.Context, c *Call) {
+func (s settleStage) Finish(_ context.Context, c *Call) {
 	c.Status = rowStatus(c)
 	if c.Job != nil {
 		// A job is charged what it delivered, never more than it held.
@@ -47,7 +53,14 @@ func (settleStage) Finish(_ context.Context, c *Call) {
 		u.OutputTokens = max(u.OutputTokens, (c.OutputChars+3)/4)
 		c.Usage = u
 	}
-	c.Charge = TokenCost(c.Model.Price, u.InputTokens, u.CachedTokens, u.CacheWriteTokens, u.OutputTokens)
+	var ok bool
+	c.Charge, ok = TokenCost(c.Model.Price, u.InputTokens, u.CachedTokens, u.CacheWriteTokens, u.OutputTokens)
+	if !ok {
+		// Fail closed: a cost beyond the largest amount is charged the
+		// largest amount, more than any balance holds.
+		s.log.Error("the call's cost is beyond the largest amount; charging the largest amount",
+			"request_id", c.ID, "input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
+	}
 }
 
 // rowStatus is the log row's status: interrupted for a client that went away

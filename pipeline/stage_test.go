@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/money"
 )
 
 type namedStage string
@@ -72,11 +73,20 @@ func TestTokenCost(t *testing.T) {
 	p := config.Price{}
 	p.Input, p.Output, p.CachedInput = 1_000_000_000, 2_000_000_000, 500_000_000 // 1, 2 and 0.5 per million
 	// 1000 input of which 400 cached, 100 output: 600*1 + 400*0.5 + 100*2 per million.
-	if got := TokenCost(p, 1000, 400, 0, 100); got.String() != "0.001" {
+	if got, ok := TokenCost(p, 1000, 400, 0, 100); !ok || got.String() != "0.001" {
 		t.Fatalf("got %s", got)
 	}
 	// Cache writes at input price when cache_write is unset.
-	if got := TokenCost(p, 1000, 0, 1000, 0); got.String() != "0.001" {
+	if got, ok := TokenCost(p, 1000, 0, 1000, 0); !ok || got.String() != "0.001" {
 		t.Fatalf("got %s", got)
+	}
+	// A cost beyond the largest amount is reported and clamped, never wrapped:
+	// each part fits, their sum does not.
+	p.Input, p.Output = money.Max/1000, money.Max/1000
+	if got, ok := TokenCost(p, 1_000_000_000, 0, 0, 1_000_000_000); ok || got != money.Max {
+		t.Fatalf("got %s, %v", got, ok)
+	}
+	if got, ok := TokenCost(p, 1<<62, 0, 0, 0); ok || got != money.Max {
+		t.Fatalf("got %s, %v", got, ok)
 	}
 }

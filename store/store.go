@@ -14,6 +14,9 @@ var (
 	ErrExists       = errors.New("store: already exists")
 	ErrInsufficient = errors.New("store: amount exceeds the available balance")
 	ErrClosed       = errors.New("store: closed")
+	// ErrOutOfRange refuses a money move that would take a balance, a held
+	// sum or an available balance outside money's range. Nothing changes.
+	ErrOutOfRange = errors.New("store: the move would take the account's money out of range (at most ±9223372036.854775807 credits)")
 )
 
 // Store is all of Tollgate's durable state. Implementations are safe for

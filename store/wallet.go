@@ -14,8 +14,16 @@ type Wallet struct {
 	Held      money.Nano `json:"held"`
 }
 
-// Available is what new holds may still reserve (may be negative).
-func (w Wallet) Available() money.Nano { return w.Balance - w.Held }
+// Available is what new holds may still reserve (may be negative). The
+// books keep it within money's range; should a wallet not be, the floor
+// money.Min is answered, which no hold can pass.
+func (w Wallet) Available() money.Nano {
+	a, ok := money.Sub(w.Balance, w.Held)
+	if !ok {
+		return money.Min
+	}
+	return a
+}
 
 // Hold is money reserved for a request in flight. It carries what is needed
 // to write the request's log row if the process dies before settlement.

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
-	"github.com/tollgate-gw/tollgate/plugins/anthropic"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -21,10 +20,9 @@ func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the plugin binary")
 	}
-	d, _ := anthropic.New().Describe(t.Context())
 	conformance.Run(t, conformance.Target{
 		Name:      "anthropic",
-		Protocols: d.Protocols,
+		Protocols: []string{"anthropic_messages"},
 		New: func(t *testing.T) vendor.Vendor {
 			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
 			t.Cleanup(up.Close)

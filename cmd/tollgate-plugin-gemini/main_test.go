@@ -6,7 +6,6 @@ import (
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
-	"github.com/tollgate-gw/tollgate/plugins/gemini"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -21,10 +20,9 @@ func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the plugin binary")
 	}
-	d, _ := gemini.New().Describe(t.Context())
 	conformance.Run(t, conformance.Target{
 		Name:      "gemini",
-		Protocols: d.Protocols,
+		Protocols: []string{"gemini_native"},
 		New: func(t *testing.T) vendor.Vendor {
 			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
 			t.Cleanup(up.Close)

@@ -7,7 +7,6 @@ import (
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
-	"github.com/tollgate-gw/tollgate/plugins/openai"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -21,10 +20,9 @@ func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the plugin binary")
 	}
-	d, _ := openai.New().Describe(t.Context())
 	conformance.Run(t, conformance.Target{
 		Name:      "openai",
-		Protocols: d.Protocols,
+		Protocols: []string{"openai_chat", "openai_responses"},
 		New: func(t *testing.T) vendor.Vendor {
 			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
 			t.Cleanup(up.Close)

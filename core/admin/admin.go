@@ -189,8 +189,12 @@ type routed struct {
 }
 
 func fail(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		err = notFound(w)
+	case errors.Is(err, store.ErrOutOfRange):
+		err = apierr.New(apierr.InvalidRequest, "the amount would take the account's money beyond ±"+money.Max.String()+
+			" credits, the largest amount the books hold; nothing was changed")
 	}
 	apierr.Write(w, protocol.OpenAIChat, apierr.As(err))
 }
@@ -364,6 +368,17 @@ func (h *Handler) credit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wallet, err := h.store.Credit(r.Context(), r.PathValue("id"), *body.Amount, body.Note)
+	if errors.Is(err, store.ErrOutOfRange) {
+		// Nothing was booked; say what the books hold so the operator can
+		// pick an amount that fits.
+		msg := "amount " + body.Amount.String() + " would take the account's balance or available balance beyond ±" +
+			money.Max.String() + " credits, the largest amount the books hold; nothing was credited"
+		if cur, werr := h.store.GetWallet(r.Context(), r.PathValue("id")); werr == nil {
+			msg += " (balance " + cur.Balance.String() + ", held " + cur.Held.String() + ")"
+		}
+		fail(w, apierr.New(apierr.InvalidRequest, msg))
+		return
+	}
 	if err != nil {
 		fail(w, err)
 		return

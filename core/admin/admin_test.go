@@ -170,3 +170,45 @@ func TestSignupCreditIsConfig(t *testing.T) {
 		t.Errorf("initial_credit wins: %v", a)
 	}
 }
+
+// Amounts out of money's range are 400 with a message an operator can act
+// on, and nothing is booked (issue 10).
+func TestCreditsOutOfRange(t *testing.T) {
+	_, _, srv := setup(t)
+	for _, tc := range []struct{ desc, body, want string }{
+		{"whole part fits, fraction overflows", `{"name":"a","initial_credit":"9223372036.9"}`, "out of range"},
+		{"negative wrap", `{"name":"a","initial_credit":"-9223372036.999999999"}`, "out of range"},
+		{"one quote", `{"name":"a","initial_credit":"5}`, "invalid JSON body"},
+		{"exponent", `{"name":"a","initial_credit":1e3}`, "decimal string"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			status, body := call(t, srv, "POST", "/accounts", tc.body)
+			e, _ := body["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if status != 400 || e["code"] != "invalid_request" || !strings.Contains(msg, tc.want) {
+				t.Fatalf("%d %v", status, body)
+			}
+		})
+	}
+	status, a := call(t, srv, "POST", "/accounts", `{"name":"rich","initial_credit":"9223372000"}`)
+	if status != 201 {
+		t.Fatalf("%d %v", status, a)
+	}
+	id := a["id"].(string)
+	for _, amount := range []string{`"9223372036.9"`, `"100"`, `"36.854775808"`} {
+		status, body := call(t, srv, "POST", "/accounts/"+id+"/credits", `{"amount":`+amount+`}`)
+		e, _ := body["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if status != 400 || e["code"] != "invalid_request" || !strings.Contains(msg, "9223372036.854775807") {
+			t.Fatalf("credit %s: %d %v", amount, status, body)
+		}
+	}
+	// Exactly to the maximum is fine; the balance never wrapped.
+	status, w := call(t, srv, "POST", "/accounts/"+id+"/credits", `{"amount":"36.854775807"}`)
+	if status != 200 || w["balance"] != "9223372036.854775807" {
+		t.Fatalf("%d %v", status, w)
+	}
+	if _, a := call(t, srv, "GET", "/accounts/"+id, ""); a["balance"] != "9223372036.854775807" || a["available"] != "9223372036.854775807" {
+		t.Fatalf("account %v", a)
+	}
+}

@@ -87,7 +87,7 @@ func (h *Handler) subscription(w http.ResponseWriter, r *http.Request, key store
 	if avail < 0 {
 		avail = 0
 	}
-	total := json.Number((used + avail).String())
+	total := json.Number(money.TotalOf(used, avail).String())
 	out := subscriptionJSON{
 		Object:             "billing_subscription",
 		HasPaymentMethod:   true,
@@ -136,10 +136,10 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, key store.Key) *
 	if end.Before(start) {
 		return apierr.New(apierr.InvalidRequest, "end_date is before start_date")
 	}
-	var sum money.Nano
+	var sum money.Total
 	lq := store.LogQuery{AccountID: key.AccountID, KeyID: key.ID, From: start, To: end, Asc: true}
 	err := store.ScanTotals(r.Context(), h.st, lq, func(row store.LogTotal) bool {
-		sum += row.Cost
+		sum.Add(row.Cost)
 		return true
 	})
 	if err != nil {
@@ -149,20 +149,26 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, key store.Key) *
 	return nil
 }
 
-// hundredths renders n credits as hundredths of a credit, exactly: the
-// decimal point of n's form moves two places right.
-func hundredths(n money.Nano) string {
-	// n*100 in nano, rendered, then read back as a value with 9 decimals is
-	// n in hundredths; the multiplication saturates instead of overflowing.
-	neg := n < 0
-	if neg {
-		n = -n
+// hundredths renders t credits as hundredths of a credit, exactly: the
+// decimal point of t's form moves two places right (no multiplication, so
+// nothing to overflow).
+func hundredths(t money.Total) string {
+	s := t.String()
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
 	}
-	s := money.Times(100, n).String()
-	if neg && s != "0" {
-		s = "-" + s
+	whole, frac, _ := strings.Cut(s, ".")
+	frac += "00"
+	whole = strings.TrimLeft(whole+frac[:2], "0")
+	frac = strings.TrimRight(frac[2:], "0")
+	if whole == "" {
+		whole = "0"
 	}
-	return s
+	if frac != "" {
+		whole += "." + frac
+	}
+	return sign + whole
 }
 
 func parseDate(s string) (time.Time, error) {

@@ -159,16 +159,25 @@ func TestUnknownPathAndMethod(t *testing.T) {
 	}
 }
 
+func TestHundredthsOfASumPastMax(t *testing.T) {
+	if got := hundredths(money.TotalOf(money.Max, money.Max)); got != "1844674407370.9551614" {
+		t.Fatalf("got %s", got)
+	}
+}
+
 func TestHundredths(t *testing.T) {
 	tests := []struct {
 		in   string
 		want string
 	}{
 		{"0", "0"}, {"1", "100"}, {"0.015", "1.5"}, {"-2.5", "-250"}, {"0.000000001", "0.0000001"},
+		{"0.01", "1"}, {"-0.001", "-0.1"}, {"123.456789", "12345.6789"},
+		// Past money.Max/100 a multiplication by 100 would overflow.
+		{"9223372036.854775807", "922337203685.4775807"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			if got := hundredths(money.MustParse(tc.in)); got != tc.want {
+			if got := hundredths(money.TotalOf(money.MustParse(tc.in))); got != tc.want {
 				t.Fatalf("hundredths(%s) = %s, want %s", tc.in, got, tc.want)
 			}
 		})

@@ -17,12 +17,13 @@ import (
 // summaryTTL is how long a computed summary is served from the cache.
 const summaryTTL = 60 * time.Second
 
+// Costs are money.Total: a period's sum is exact even past money.Max.
 type summaryTotal struct {
-	Requests     int64      `json:"requests"`
-	Cost         money.Nano `json:"cost"`
-	InputTokens  int64      `json:"input_tokens"`
-	OutputTokens int64      `json:"output_tokens"`
-	CachedTokens int64      `json:"cached_tokens"`
+	Requests     int64       `json:"requests"`
+	Cost         money.Total `json:"cost"`
+	InputTokens  int64       `json:"input_tokens"`
+	OutputTokens int64       `json:"output_tokens"`
+	CachedTokens int64       `json:"cached_tokens"`
 }
 
 type statusCounts struct {
@@ -38,10 +39,10 @@ type dayJSON struct {
 }
 
 type modelJSON struct {
-	Model       string     `json:"model"`
-	Requests    int64      `json:"requests"`
-	Cost        money.Nano `json:"cost"`
-	TotalTokens int64      `json:"total_tokens"`
+	Model       string      `json:"model"`
+	Requests    int64       `json:"requests"`
+	Cost        money.Total `json:"cost"`
+	TotalTokens int64       `json:"total_tokens"`
 }
 
 type summaryJSON struct {
@@ -58,7 +59,7 @@ type summaryJSON struct {
 
 func (t *summaryTotal) add(row *store.LogTotal) {
 	t.Requests++
-	t.Cost += row.Cost
+	t.Cost.Add(row.Cost)
 	t.InputTokens += row.InputTokens
 	t.OutputTokens += row.OutputTokens
 	t.CachedTokens += row.CachedTokens
@@ -155,7 +156,7 @@ func (h *Handler) summarize(r *http.Request, q store.LogQuery, s scope, win wind
 			models[row.Model] = m
 		}
 		m.Requests++
-		m.Cost += row.Cost
+		m.Cost.Add(row.Cost)
 		m.TotalTokens += row.InputTokens + row.OutputTokens
 		return true
 	})
@@ -168,8 +169,8 @@ func (h *Handler) summarize(r *http.Request, q store.LogQuery, s scope, win wind
 	// Most expensive first; requests, then the id, break ties.
 	sort.Slice(out.ByModel, func(i, j int) bool {
 		a, b := out.ByModel[i], out.ByModel[j]
-		if a.Cost != b.Cost {
-			return a.Cost > b.Cost
+		if c := a.Cost.Cmp(b.Cost); c != 0 {
+			return c > 0
 		}
 		if a.Requests != b.Requests {
 			return a.Requests > b.Requests

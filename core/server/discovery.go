@@ -65,7 +65,7 @@ func (s *Server) balance(ctx context.Context, c *pipeline.Call) error {
 		"object":        "key.balance",
 		"remaining_usd": remaining,
 		"used_usd":      used,
-		"total_usd":     remaining + used,
+		"total_usd":     money.TotalOf(remaining, used),
 		"expires_at":    expires,
 	})
 	return nil

@@ -87,7 +87,7 @@ func startAgents(t *testing.T, extra string) (*testgw.Gateway, *upstream) {
 	up := startUpstream(t, sim.Knobs{})
 	// @UP@ in extra stands for the upstream's URL.
 	extra = strings.ReplaceAll(extra, "@UP@", up.URL)
-	return testgw.Start(t, testgw.Options{Config: agentsConfig(up.URL, extra)}), up
+	return startGateway(t, testgw.Options{Config: agentsConfig(up.URL, extra)}), up
 }
 
 // lastTo returns the newest upstream request on path (query ignored).

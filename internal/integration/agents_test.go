@@ -1429,8 +1429,10 @@ model "ag-idlech" {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("ag-gpt", "fail [sim:error=503]", ""))
-				if c.Status != 503 {
+				c, err := tryDo("POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("ag-gpt", "fail [sim:error=503]", ""))
+				if err != nil {
+					t.Error(err)
+				} else if c.Status != 503 {
 					t.Errorf("%d %s", c.Status, c.Body)
 				}
 			}()
@@ -1558,7 +1560,7 @@ const bashSchema = `{"type":"object","properties":{"command":{"type":"string"},"
 func TestAgentsEmbeddedDefault(t *testing.T) {
 	t.Parallel()
 	// No vendor key: sim serves everything.
-	g := testgw.Start(t, testgw.Options{Env: []string{"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY="}})
+	g := startGateway(t, testgw.Options{Env: []string{"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY="}})
 
 	t.Run("the agents' ids are listed, owned by sim", func(t *testing.T) {
 		t.Parallel()

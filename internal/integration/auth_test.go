@@ -134,7 +134,7 @@ func TestReveal(t *testing.T) {
 		t.Fatalf("reveal: %d %q, want %q", st, got.Key, raw)
 	}
 	var bad map[string]any
-	if st := g.Admin("GET", "/keys/key_missing/reveal", nil, &bad); st != 404 {
+	if st := g.AdminStatus("GET", "/keys/key_missing/reveal", nil, &bad); st != 404 {
 		t.Fatalf("unknown key reveal: %d", st)
 	}
 	req, _ := http.NewRequest("GET", g.URL+"/admin/v1/keys/"+id+"/reveal", nil)
@@ -150,7 +150,7 @@ func TestReveal(t *testing.T) {
 }
 
 func TestQuotaAtAuthentication(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("0")
 	_, key := g.Key(acct, nil)
 
@@ -196,7 +196,7 @@ func TestQuotaAtAuthentication(t *testing.T) {
 }
 
 func TestPrechargeRefusesWhatTheBalanceCannotCover(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("0.001")
 	_, key := g.Key(acct, nil)
 	c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "hi", `"max_tokens":1000000`))
@@ -221,7 +221,7 @@ func TestPrechargeRefusesWhatTheBalanceCannotCover(t *testing.T) {
 // the balance and catalog endpoints, which the spec says leave it alone.
 func TestKeyLastUsed(t *testing.T) {
 	t.Parallel()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("")
 	id, key := g.Key(acct, nil)
 	lastUsed := func() any {

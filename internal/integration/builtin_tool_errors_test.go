@@ -34,7 +34,7 @@ channel "bt-claude" {
 }
 ` + model("bt", caps) + model("bt-gone", caps) + model("bt-claude", caps) +
 		model("bt-slow", caps+"  timeout = \"2s\"\n")
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 
 	cases := []struct {
 		desc, model, prompt string

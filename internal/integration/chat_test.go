@@ -19,46 +19,12 @@ func openaiClient(g *testgw.Gateway, key string) openai.Client {
 	return openai.NewClient(option.WithBaseURL(g.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
 }
 
-// prices reads a model's token prices from the public registry.
-func prices(t *testing.T, g *testgw.Gateway, model string) (in, out money.Nano) {
-	t.Helper()
-	c := do(t, "GET", g.URL+"/api/v1/models/public", nil, "")
-	var reg struct {
-		Data []struct {
-			ID      string
-			Pricing struct {
-				Tiers []struct{ Unit, Price string }
-			}
-		}
-	}
-	if err := json.Unmarshal(c.Body, &reg); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range reg.Data {
-		if m.ID != model {
-			continue
-		}
-		for _, tier := range m.Pricing.Tiers {
-			switch tier.Unit {
-			case "1M input tokens":
-				in = money.MustParse(tier.Price)
-			case "1M output tokens":
-				out = money.MustParse(tier.Price)
-			}
-		}
-		return
-	}
-	t.Fatalf("model %s not in the registry", model)
-	return
-}
-
 func TestChatCompletionsWithOpenAISDK(t *testing.T) {
 	g, acct, key := startDefault(t)
+	w := wallet{g: g, acct: acct, key: key}
 	client := openaiClient(g, key)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	inPrice, outPrice := prices(t, g, "sim-chat")
-	var spent money.Nano
 
 	t.Run("non-streaming", func(t *testing.T) {
 		resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
@@ -75,10 +41,10 @@ func TestChatCompletionsWithOpenAISDK(t *testing.T) {
 		if u.PromptTokens == 0 || u.CompletionTokens == 0 || u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 			t.Fatalf("usage %+v", u)
 		}
-		spent += money.PerMillion(u.PromptTokens, inPrice) + money.PerMillion(u.CompletionTokens, outPrice)
-		bal, held := g.Balance(acct)
-		if want := money.MustParse("121.32") - spent; bal != want.String() || held != "0" {
-			t.Fatalf("balance %s held %s, want %s held 0", bal, held, want)
+		// sim-chat: 0.10 and 0.40 per million, to the nano.
+		want := money.Nano(u.PromptTokens*100 + u.CompletionTokens*400)
+		if spent := w.settled(t, 1); spent != want {
+			t.Fatalf("spent %s, want %s", spent, want)
 		}
 	})
 
@@ -100,14 +66,13 @@ func TestChatCompletionsWithOpenAISDK(t *testing.T) {
 		if chunks < 4 || acc.Choices[0].Message.Content == "" || acc.Usage.CompletionTokens == 0 {
 			t.Fatalf("chunks %d, accumulated %+v", chunks, acc.ChatCompletion)
 		}
-		spent += money.PerMillion(acc.Usage.PromptTokens, inPrice) + money.PerMillion(acc.Usage.CompletionTokens, outPrice)
-		if bal, _ := g.Balance(acct); bal != (money.MustParse("121.32") - spent).String() {
-			t.Fatalf("balance %s after stream", bal)
+		if row := w.last(t, 2); checkCost(t, row) != money.Nano(acc.Usage.PromptTokens*100+acc.Usage.CompletionTokens*400) {
+			t.Fatalf("row %v, usage %+v", row, acc.Usage)
 		}
+		w.settled(t, 2)
 	})
 
 	t.Run("streaming without include_usage still bills", func(t *testing.T) {
-		before, _ := g.Balance(acct)
 		stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
 			Model:    "sim-chat",
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("no usage please")},
@@ -124,14 +89,11 @@ func TestChatCompletionsWithOpenAISDK(t *testing.T) {
 		if sawUsage {
 			t.Fatal("a usage chunk reached a client that did not ask for one")
 		}
-		after, _ := g.Balance(acct)
-		if after == before {
-			t.Fatal("the stream was not billed")
+		// Billed on the usage the gateway asked the upstream for.
+		if row := w.last(t, 3); row["status"] != "success" || checkCost(t, row) == 0 {
+			t.Fatalf("row %v", row)
 		}
-		rows := logsOf(t, g, key)
-		if rows[0]["status"] != "success" || rows[0]["output_tokens"].(float64) == 0 {
-			t.Fatalf("row %v", rows[0])
-		}
+		w.settled(t, 3)
 	})
 
 	weather := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
@@ -199,18 +161,12 @@ func TestChatCompletionsWithOpenAISDK(t *testing.T) {
 		})
 	}
 
-	t.Run("every call left a row and no hold", func(t *testing.T) {
-		rows := logsOf(t, g, key)
-		var sum money.Nano
-		for _, r := range rows {
+	t.Run("every call left a row, exactly billed, and no hold", func(t *testing.T) {
+		for _, r := range w.rows(t, 7) {
 			if r["status"] != "success" || r["request_id"] == "" {
 				t.Fatalf("row %v", r)
 			}
-			sum += money.MustParse(r["cost"].(string))
 		}
-		bal, held := g.Balance(acct)
-		if held != "0" || bal != (money.MustParse("121.32")-sum).String() {
-			t.Fatalf("balance %s held %s, rows sum %s", bal, held, sum)
-		}
+		w.settled(t, 7)
 	})
 }

@@ -16,9 +16,9 @@ channel "sim" {
   base_url  = "sim://local"
   families  = ["chat"]
   protocols = ["openai_chat", "anthropic_messages"]
-  models    = ["sim-chat"]
+  models    = ["deny-chat"]
 }
-model "sim-chat" {
+model "deny-chat" {
   owned_by = "sim"
   price {
     input  = "1"
@@ -41,28 +41,38 @@ func TestCustomStageExample(t *testing.T) {
 	dir := t.TempDir()
 	cfg := strings.Replace(denylistConfig, "allow_private_urls = true", "allow_private_urls = true\n  listen = \"127.0.0.1:0\"", 1) +
 		"\nstore \"badger\" {\n  dir = \"" + dir + "\"\n}\n"
-	g := testgw.Start(t, testgw.Options{Binary: bin, Config: cfg, DataDir: dir})
+	g := startGateway(t, testgw.Options{Binary: bin, Config: cfg, DataDir: dir})
 	acct := g.Account("")
 	_, key := g.Key(acct, nil)
 
-	c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "Tell me about Project Nightingale", ""))
+	c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("deny-chat", "Tell me about Project Nightingale", ""))
 	if code, _, msg := c.errorOf(t); c.Status != 400 || code != "invalid_request" || !strings.Contains(msg, "denied phrase") {
 		t.Fatalf("denied prompt: %d %s", c.Status, c.Body)
 	}
 	c = do(t, "POST", g.URL+"/v1/messages", map[string]string{"x-api-key": key, "anthropic-version": "2023-06-01"},
-		`{"model":"sim-chat","max_tokens":20,"messages":[{"role":"user","content":"project nightingale status"}]}`)
+		`{"model":"deny-chat","max_tokens":20,"messages":[{"role":"user","content":"project nightingale status"}]}`)
 	if m := c.json(t); c.Status != 400 || m["type"] != "error" {
 		t.Fatalf("messages-style refusal: %d %s", c.Status, c.Body)
 	}
-	if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "Tell me a story", "")); c.Status != 200 {
+	if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("deny-chat", "Tell me a story", "")); c.Status != 200 {
 		t.Fatalf("allowed prompt: %d %s", c.Status, c.Body)
 	}
+	// The two refusals are rejected rows costing 0; only the allowed call
+	// is billed, exactly.
 	rows := logsOf(t, g, key)
-	if len(rows) != 3 || rows[2]["status"] != "rejected" || rows[2]["cost"] != "0" {
+	if len(rows) != 3 {
 		t.Fatalf("rows %v", rows)
 	}
-	if bal, held := g.Balance(acct); held != "0" || bal == "121.32" {
-		t.Fatalf("balance %s held %s: only the allowed call is billed", bal, held)
+	for i, r := range rows {
+		rejected := i > 0
+		if rejected && (r["status"] != "rejected" || r["error_code"] != "invalid_request" || r["cost"] != "0") ||
+			!rejected && r["status"] != "success" {
+			t.Fatalf("row %d: %v", i, r)
+		}
+	}
+	w := wallet{g: g, acct: acct, key: key}
+	if spent := w.settled(t, 3); spent == 0 {
+		t.Fatal("the allowed call was not billed")
 	}
 }
 

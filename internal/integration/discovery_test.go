@@ -139,7 +139,7 @@ func TestDiscoveryEndpoints(t *testing.T) {
 }
 
 func TestErrorShapes(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{Config: `
+	g := startGateway(t, testgw.Options{Config: `
 server {
   allow_private_urls = true
 }

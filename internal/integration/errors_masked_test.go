@@ -21,7 +21,7 @@ const leakyKey = "opensesame-42"
 // its base URL, its host:port and the key the gateway sent.
 func startLeakyUpstream(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: leakyKey, Leak: true}).Handler())
+	srv := httptest.NewServer(recordUpstream(vendorsim.New(vendorsim.Options{APIKey: leakyKey, Leak: true}).Handler()))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -57,7 +57,7 @@ channel "leaky-gemini" {
   models    = ["lk-gemini"]
 }
 ` + modelBlock("lk") + modelBlock("lk-claude") + modelBlock("lk-gemini")
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 
 	// noLeak fails when b names the upstream's address or key.
 	noLeak := func(t *testing.T, where string, b []byte) {

@@ -69,7 +69,7 @@ func TestFaultsChannelFailover(t *testing.T) {
 	for _, m := range []string{"fo-500", "fo-closed", "fo-429", "all-429", "all-500", "brk", "mixed"} {
 		cfg += modelBlock(m)
 	}
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 
 	failover := []struct {
 		model, attemptCode string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
@@ -66,7 +67,7 @@ model "` + m + `" {
 	for _, m := range []string{"solo", "gone", "disc", "solo-claude", "solo-gemini", "gone-claude", "gone-gemini"} {
 		cfg += modelBlock(m)
 	}
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 
 	// Errors rule 4: the upstream status passes through, with the mapped
 	// completions code and type; the other shapes carry their own names.
@@ -229,8 +230,8 @@ model "` + m + `" {
 	t.Run("mid-stream cut/completions", func(t *testing.T) {
 		t.Parallel()
 		w := newWallet(g)
-		status, _, evs, _ := rawStream(t, g.URL+"/v1/chat/completions", bearer(w.key),
-			chatBody("solo", "tell me a long story [sim:cut=3]", `"stream":true,"stream_options":{"include_usage":true}`))
+		body := chatBody("solo", "tell me a long story [sim:cut=3]", `"stream":true,"stream_options":{"include_usage":true}`)
+		status, _, evs, _ := rawStream(t, g.URL+"/v1/chat/completions", bearer(w.key), body)
 		if status != 200 || len(evs) == 0 {
 			t.Fatalf("%d, %d events", status, len(evs))
 		}
@@ -245,7 +246,19 @@ model "` + m + `" {
 				t.Fatalf("an injected error frame: %s", ev.Data)
 			}
 		}
-		checkRow(t, w.last(t, 1), rowWant{status: "error", code: "upstream_error", attempts: 1, billed: true})
+		// No usage came: input is the pre-charge estimate, ceil(bytes/4) of
+		// the messages as sent; output ceil(characters sent / 4); at 1 and
+		// 2 per million (1000 and 2000 nano a token).
+		var chars int64
+		for _, ev := range evs {
+			chars += runes(gjson.GetBytes(ev.Data, "choices.0.delta.content").String())
+		}
+		in, out := (int64(len(gjson.Get(body, "messages").Raw))+3)/4, (chars+3)/4
+		row := w.last(t, 1)
+		checkRow(t, row, rowWant{status: "error", code: "upstream_error", attempts: 1, billed: true})
+		if got, want := checkCost(t, row), money.Nano(in*1000+out*2000); got != want || num(row["input_tokens"]) != int(in) {
+			t.Fatalf("cost %s, want %s (input %d, output %d): %v", got, want, in, out, row)
+		}
 		w.settled(t, 1)
 	})
 	t.Run("mid-stream cut/messages", func(t *testing.T) {
@@ -256,12 +269,22 @@ model "` + m + `" {
 		if status != 200 || len(evs) == 0 {
 			t.Fatalf("%d, %d events", status, len(evs))
 		}
+		var chars int64
 		for _, ev := range evs {
 			if ev.Name == "message_stop" || ev.Name == "message_delta" || ev.Name == "error" {
 				t.Fatalf("%s event after an upstream cut", ev.Name)
 			}
+			chars += runes(gjson.GetBytes(ev.Data, "delta.text").String())
 		}
-		checkRow(t, w.last(t, 1), rowWant{status: "error", code: "upstream_error", attempts: 1, billed: true})
+		// message_start reported the input (and 1 output token); the
+		// output is estimated from the characters sent.
+		start := gjson.GetBytes(evs[0].Data, "message.usage")
+		in, out := start.Get("input_tokens").Int(), max(start.Get("output_tokens").Int(), (chars+3)/4)
+		row := w.last(t, 1)
+		checkRow(t, row, rowWant{status: "error", code: "upstream_error", attempts: 1, billed: true})
+		if got, want := checkCost(t, row), money.Nano(in*1000+out*2000); got != want {
+			t.Fatalf("cost %s, want %s (input %d, output %d): %v", got, want, in, out, row)
+		}
 		w.settled(t, 1)
 	})
 

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -45,13 +46,23 @@ func (c call) errorOf(t *testing.T) (code, typ, msg string) {
 
 func do(t *testing.T, method, url string, headers map[string]string, body string) call {
 	t.Helper()
+	c, err := tryDo(method, url, headers, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tryDo is do for goroutines other than the test's, which must not call
+// t.Fatal: it returns the transport error instead.
+func tryDo(method, url string, headers map[string]string, body string) (call, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		t.Fatal(err)
+		return call{}, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -61,11 +72,14 @@ func do(t *testing.T, method, url string, headers map[string]string, body string
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return call{}, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return call{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return call{}, fmt.Errorf("%s %s: reading the answer: %w", method, url, err)
+	}
+	return call{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
 func bearer(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
@@ -88,7 +102,7 @@ func mustJSON(v any) string {
 // startDefault runs the gateway on the embedded default with a fresh account.
 func startDefault(t *testing.T) (*testgw.Gateway, string, string) {
 	t.Helper()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	acct := g.Account("")
 	_, key := g.Key(acct, nil)
 	return g, acct, key

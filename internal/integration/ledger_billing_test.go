@@ -22,7 +22,7 @@ func TestBillingCompat(t *testing.T) {
 
 	var used money.Nano
 	for _, r := range logsOf(t, g, key) {
-		used += money.MustParse(r["cost"].(string))
+		used += checkCost(t, r) // each exactly what its usage costs
 	}
 	if used <= 0 {
 		t.Fatal("no usage recorded")

@@ -59,6 +59,7 @@ func TestLedgerExportCapAgainstBinary(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Not audited: its rows were written to the store directly, by no call.
 	g := testgw.Start(t, testgw.Options{DataDir: dir})
 
 	req, _ := http.NewRequest("GET", g.URL+"/v1/logs/export.csv?period=7d", nil)
@@ -96,7 +97,7 @@ func TestLedgerRedactionAgainstBinary(t *testing.T) {
 		fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":null}}`, leak)
 	}))
 	t.Cleanup(up.Close)
-	g := testgw.Start(t, testgw.Options{Config: channelBlock("redact-chan", up.URL, 0, "leaky") + modelBlock("leaky")})
+	g := startGateway(t, testgw.Options{Config: channelBlock("redact-chan", up.URL, 0, "leaky") + modelBlock("leaky")})
 	w := newWallet(g)
 	if r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("leaky", "hi", "")); r.Status != 400 {
 		t.Fatalf("%d %s", r.Status, r.Body)
@@ -121,7 +122,7 @@ func TestLedgerRedactionAgainstBinary(t *testing.T) {
 // same minute as a cached summary does not show in the next one.
 func TestLedgerSummaryCachedAgainstBinary(t *testing.T) {
 	t.Parallel()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	for try := 0; ; try++ {
 		w := newWallet(g)
 		if r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody("sim-chat", "one", "")); r.Status != 200 {

@@ -59,7 +59,7 @@ func TestLedgerLogsRules(t *testing.T) {
 			r["status"] != "success" || r["error_code"] != nil || r["unit_type"] != nil || r["task_id"] != nil {
 			t.Fatalf("row %v", r)
 		}
-		if _, ok := r["cost"].(string); !ok || r["input_tokens"].(float64) <= 0 || r["output_tokens"].(float64) <= 0 {
+		if checkCost(t, r) <= 0 || r["input_tokens"].(float64) <= 0 || r["output_tokens"].(float64) <= 0 {
 			t.Fatalf("cost/tokens %v", r)
 		}
 		if !strings.HasPrefix(w1, r["key_prefix"].(string)) {

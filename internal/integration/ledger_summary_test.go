@@ -82,7 +82,7 @@ func TestLedgerSummary(t *testing.T) {
 			models := map[string]int64{}
 			for _, r := range rows.Data {
 				want.Requests++
-				cost += money.MustParse(r["cost"].(string))
+				cost += checkCost(t, r) // each exactly what its usage costs
 				want.InputTokens += int64(r["input_tokens"].(float64))
 				want.OutputTokens += int64(r["output_tokens"].(float64))
 				want.CachedTokens += int64(r["cached_tokens"].(float64))

@@ -39,7 +39,11 @@ func TestLedgerIncrementalSync(t *testing.T) {
 				if i%5 == 4 {
 					prompt += " [sim:latency=150ms]"
 				}
-				c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(writer), chatBody("sim-chat", prompt, ""))
+				c, err := tryDo("POST", g.URL+"/v1/chat/completions", bearer(writer), chatBody("sim-chat", prompt, ""))
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				if c.Status != 200 {
 					t.Errorf("chat: %d %s", c.Status, c.Body)
 					return

@@ -37,7 +37,7 @@ model "pc-small" {
   }
 }
 `
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 	const prompt = "count the tokens of this prompt [sim:words=3]"
 	messages := `[{"role":"user","content":"` + prompt + `"}]`
 	inputEstimate := int64(math.Ceil(float64(len(messages)) / 4))

@@ -79,7 +79,7 @@ func nativeSuite(t *testing.T, g *testgw.Gateway, models map[string]string) {
 // protocols natively.
 func TestProtocolsNativeOnSimPlugin(t *testing.T) {
 	t.Parallel()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	nativeSuite(t, g, map[string]string{
 		"openai_chat": "gpt-4o-mini", "openai_responses": "gpt-5-codex",
 		"anthropic_messages": "claude-sonnet-4-5", "gemini_native": "gemini-2.5-flash",
@@ -159,7 +159,7 @@ model "up-chat" {
 func TestProtocolsNativeThroughVendorPlugins(t *testing.T) {
 	t.Parallel()
 	up := startUpstream(t, sim.Knobs{})
-	g := testgw.Start(t, testgw.Options{Config: vendorsConfig(up.URL)})
+	g := startGateway(t, testgw.Options{Config: vendorsConfig(up.URL)})
 	t.Run("suite", func(t *testing.T) {
 		nativeSuite(t, g, map[string]string{
 			"openai_chat": "up-gpt", "openai_responses": "up-gpt",

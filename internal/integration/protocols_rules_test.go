@@ -12,7 +12,7 @@ import (
 // Spec rules of the chat endpoints, on the embedded default.
 func TestProtocolsSpecRules(t *testing.T) {
 	t.Parallel()
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	webSearch := `"tools":[{"type":"web_search"}]`
 
 	refusals := []struct {

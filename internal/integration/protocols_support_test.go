@@ -63,14 +63,20 @@ func (w wallet) rows(t *testing.T, n int) []map[string]any {
 // last waits for the n-th row and returns the newest.
 func (w wallet) last(t *testing.T, n int) map[string]any { return w.rows(t, n)[0] }
 
-// settled checks the money after all of the key's n calls: no hold is left
-// and the balance went down by exactly the sum of the rows' costs.
+// settled checks the money after all of the key's n calls: each row costs
+// exactly what its upstream's reported usage costs at the model's prices
+// (cost_test.go), no hold is left, and the balance went down by exactly
+// the sum of those costs. It returns the sum.
 func (w wallet) settled(t *testing.T, n int) money.Nano {
 	t.Helper()
 	rows := w.rows(t, n)
 	var sum money.Nano
 	for _, r := range rows {
-		sum += money.MustParse(str(r["cost"]))
+		c := checkCost(t, r)
+		var ok bool
+		if sum, ok = money.Add(sum, c); !ok {
+			t.Fatalf("the rows' costs add up past the range")
+		}
 	}
 	// The hold is released in the same store step as the row is written.
 	bal, held := w.g.Balance(w.acct)
@@ -78,7 +84,7 @@ func (w wallet) settled(t *testing.T, n int) money.Nano {
 		t.Fatalf("held %s after the calls, want 0", held)
 	}
 	if want := (money.MustParse(signupCredit) - sum).String(); bal != want {
-		t.Fatalf("balance %s, want %s (credit %s minus rows' %s)", bal, want, signupCredit, sum)
+		t.Fatalf("balance %s, want %s (credit %s minus the rows' %s)", bal, want, signupCredit, sum)
 	}
 	return sum
 }
@@ -124,8 +130,8 @@ func checkRow(t *testing.T, row map[string]any, w rowWant) {
 			t.Errorf("attempt without error_code: %v", a)
 		}
 	}
-	cost := money.MustParse(str(row["cost"]))
-	if w.billed != (cost > 0) || cost < 0 {
+	cost := checkCost(t, row)
+	if w.billed != (cost > 0) {
 		t.Errorf("row cost %s, billed=%v wanted", row["cost"], w.billed)
 	}
 }
@@ -183,7 +189,7 @@ func openStream(t *testing.T, ctx context.Context, url string, headers map[strin
 	// Its own transport: closing the body must close the connection.
 	tr := &http.Transport{DisableKeepAlives: true}
 	t.Cleanup(tr.CloseIdleConnections)
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	resp, err := (&http.Client{Transport: recording{tr}}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +244,7 @@ func startUpstream(t *testing.T, knobs sim.Knobs) *upstream {
 		u.reqs = append(u.reqs, r)
 		u.mu.Unlock()
 	}})
-	h := vs.Handler()
+	h := recordUpstream(vs.Handler())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.active++

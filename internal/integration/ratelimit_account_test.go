@@ -20,9 +20,9 @@ channel "sim" {
   base_url  = "sim://local"
   families  = ["chat"]
   protocols = ["openai_chat", "anthropic_messages"]
-  models    = ["sim-chat"]
+  models    = ["limit-chat"]
 }
-model "sim-chat" {
+model "limit-chat" {
   owned_by = "sim"
   price {
     input  = "1"
@@ -57,9 +57,9 @@ func checkLimitHeaders(t *testing.T, c call, limit string) int {
 // x-ratelimit-reset name the instant the oldest request leaves it.
 func TestAccountRateLimits(t *testing.T) {
 	t.Parallel() // it waits out a minute's window
-	g := testgw.Start(t, testgw.Options{Config: limitsConfig})
+	g := startGateway(t, testgw.Options{Config: limitsConfig})
 	chat := func(key, prompt string) call {
-		return do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", prompt, ""))
+		return do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("limit-chat", prompt, ""))
 	}
 
 	t.Run("requests per minute across two keys of one account", func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestAccountRateLimits(t *testing.T) {
 
 		t.Run("messages shape on /v1/messages", func(t *testing.T) {
 			c := do(t, "POST", g.URL+"/v1/messages", map[string]string{"x-api-key": k1, "anthropic-version": "2023-06-01"},
-				`{"model":"sim-chat","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`)
+				`{"model":"limit-chat","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`)
 			m := c.json(t)
 			e, _ := m["error"].(map[string]any)
 			if c.Status != 429 || m["type"] != "error" || e == nil || e["type"] != "rate_limit_error" ||

@@ -66,7 +66,7 @@ func waitGone(t *testing.T, pids []int, within time.Duration) {
 // plugin process outlived the killed gateway.
 func TestSIGKILLBetweenPrechargeAndSettle(t *testing.T) {
 	dir := t.TempDir()
-	g := testgw.Start(t, testgw.Options{DataDir: dir})
+	g := startGateway(t, testgw.Options{DataDir: dir})
 	acct := g.Account("")
 	_, key := g.Key(acct, nil)
 
@@ -99,7 +99,7 @@ func TestSIGKILLBetweenPrechargeAndSettle(t *testing.T) {
 	waitGone(t, plugins, 5*time.Second)
 	cancel()
 
-	g2 := testgw.Start(t, testgw.Options{DataDir: dir})
+	g2 := startGateway(t, testgw.Options{DataDir: dir})
 	bal, held := g2.Balance(acct)
 	if bal != "121.32" || held != "0" {
 		t.Fatalf("after recovery: balance %s held %s, want 121.32 and 0", bal, held)
@@ -110,7 +110,7 @@ func TestSIGKILLBetweenPrechargeAndSettle(t *testing.T) {
 	}
 	// A second restart finds nothing more to recover.
 	g2.Stop()
-	g3 := testgw.Start(t, testgw.Options{DataDir: dir})
+	g3 := startGateway(t, testgw.Options{DataDir: dir})
 	if rows := logsOf(t, g3, key); len(rows) != 1 {
 		t.Fatalf("recovery ran twice: %v", rows)
 	}
@@ -120,7 +120,7 @@ func TestSIGKILLBetweenPrechargeAndSettle(t *testing.T) {
 }
 
 func TestNoPluginOutlivesAGracefulStop(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	plugins := childrenOf(t, g.Cmd.Process.Pid)
 	if len(plugins) == 0 {
 		t.Fatal("no plugin process")
@@ -130,7 +130,7 @@ func TestNoPluginOutlivesAGracefulStop(t *testing.T) {
 }
 
 func TestFirstStartPrintsADemoKeyThatWorks(t *testing.T) {
-	g := testgw.Start(t, testgw.Options{})
+	g := startGateway(t, testgw.Options{})
 	out := g.Output()
 	i := strings.Index(out, "sk-tollgate-")
 	if i < 0 || !strings.Contains(out, "curl") || !strings.Contains(out, "121.32") {
@@ -144,7 +144,7 @@ func TestFirstStartPrintsADemoKeyThatWorks(t *testing.T) {
 	// The banner is printed on the first start only.
 	dir := g.DataDir
 	g.Stop()
-	g2 := testgw.Start(t, testgw.Options{DataDir: dir})
+	g2 := startGateway(t, testgw.Options{DataDir: dir})
 	if strings.Contains(g2.Output(), "sk-tollgate-") {
 		t.Fatal("the demo key was printed again")
 	}
@@ -159,9 +159,14 @@ func TestPluginCrashIs502AndRestarts(t *testing.T) {
 	if len(plugins) == 0 {
 		t.Fatal("no plugin process")
 	}
-	done := make(chan call, 1)
+	type result struct {
+		c   call
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		done <- do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "slowly [sim:latency=30s]", ""))
+		c, err := tryDo("POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "slowly [sim:latency=30s]", ""))
+		done <- result{c, err}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -179,7 +184,11 @@ func TestPluginCrashIs502AndRestarts(t *testing.T) {
 	}
 	var c call
 	select {
-	case c = <-done:
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		c = r.c
 	case <-time.After(20 * time.Second):
 		t.Fatal("the call in flight did not end when its plugin died")
 	}

@@ -16,7 +16,7 @@ import (
 // non-streaming call returns an image_generation_call item whose result is
 // a base64 PNG (the spec's responses endpoint rules).
 func TestResponsesImageGenerationNonStreaming(t *testing.T) {
-	g, _, key := startDefault(t)
+	g, acct, key := startDefault(t)
 	client := openaiClient(g, key)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -38,8 +38,9 @@ func TestResponsesImageGenerationNonStreaming(t *testing.T) {
 	if _, err := png.Decode(bytes.NewReader(raw)); err != nil {
 		t.Fatalf("result is not a PNG: %v", err)
 	}
-	rows := logsOf(t, g, key)
-	if rows[0]["status"] != "success" || rows[0]["cost"] == "0" {
-		t.Fatalf("row %v", rows[0])
+	w := wallet{g: g, acct: acct, key: key}
+	if row := w.last(t, 1); row["status"] != "success" || checkCost(t, row) == 0 {
+		t.Fatalf("row %v", row)
 	}
+	w.settled(t, 1)
 }

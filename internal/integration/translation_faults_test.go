@@ -19,7 +19,7 @@ import (
 func TestTranslationFaults(t *testing.T) {
 	t.Parallel()
 	up := startUpstream(t, sim.Knobs{})
-	g := testgw.Start(t, testgw.Options{Config: vendorsConfig(up.URL)})
+	g := startGateway(t, testgw.Options{Config: vendorsConfig(up.URL)})
 
 	// Alone, before the parallel cases: it watches the upstream go idle.
 	t.Run("client disconnect mid-stream, messages client on a chat upstream", func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 func TestTranslationPaths(t *testing.T) {
 	t.Parallel()
 	up := startUpstream(t, sim.Knobs{})
-	g := testgw.Start(t, testgw.Options{Config: vendorsConfig(up.URL)})
+	g := startGateway(t, testgw.Options{Config: vendorsConfig(up.URL)})
 
 	paths := []struct {
 		sdk, model, header string

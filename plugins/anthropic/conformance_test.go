@@ -13,10 +13,9 @@ import (
 
 func TestConformance(t *testing.T) {
 	v := anthropic.New()
-	d, _ := v.Describe(t.Context())
 	conformance.Run(t, conformance.Target{
 		Name:      "anthropic",
-		Protocols: d.Protocols,
+		Protocols: []string{"anthropic_messages"},
 		New: func(t *testing.T) vendor.Vendor {
 			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
 			t.Cleanup(up.Close)

@@ -19,7 +19,7 @@ func TestEchoInProcess(t *testing.T) {
 			}
 			return v
 		},
-		Protocols: echo.Protocols,
+		Protocols: []string{"openai_chat", "anthropic_messages", "openai_responses", "gemini_native"},
 		Request:   conformance.MarkerRequest,
 	})
 }

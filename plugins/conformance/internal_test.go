@@ -8,29 +8,59 @@ import (
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
-func TestCheckEnd(t *testing.T) {
-	ev := func(name, data string) []vendor.Event {
-		return []vendor.Event{{Name: "x", Data: []byte("{}")}, {Name: name, Data: []byte(data)}}
+// The suite refuses what a vendor might wrongly answer with a 200: an
+// empty object, a body without usage, a stream whose only right event is
+// its last one, events out of the protocol's order.
+func TestShapesRefuse(t *testing.T) {
+	ev := func(name, data string) vendor.Event { return vendor.Event{Name: name, Data: []byte(data)} }
+	for _, p := range allProtocols {
+		t.Run(p+"/empty object", func(t *testing.T) {
+			if checkAnswer(p, []byte(`{}`)) == nil {
+				t.Fatal("{} passed")
+			}
+			if checkStream(p, []vendor.Event{ev("", `{}`)}, false) == nil {
+				t.Fatal("a stream of {} passed")
+			}
+		})
 	}
-	tests := []struct {
+	answers := []struct{ name, proto, body string }{
+		{"chat without usage", "openai_chat", `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}]}`},
+		{"chat total not the sum", "openai_chat", `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":3}}`},
+		{"messages without stop reason", "anthropic_messages", `{"id":"m","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"x"}],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}`},
+		{"responses in progress", "openai_responses", `{"id":"r","object":"response","created_at":1,"status":"in_progress","model":"m","output":[{"type":"message"}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`},
+		{"gemini without usage", "gemini_native", `{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"finishReason":"STOP"}]}`},
+	}
+	for _, a := range answers {
+		t.Run(a.name, func(t *testing.T) {
+			if checkAnswer(a.proto, []byte(a.body)) == nil {
+				t.Fatal("passed")
+			}
+		})
+	}
+	streams := []struct {
 		name, proto string
 		evs         []vendor.Event
-		ok          bool
+		usage       bool
 	}{
-		{"done", "openai_chat", ev("", "[DONE]"), true},
-		{"no done", "openai_chat", ev("", `{"choices":[{"finish_reason":"stop"}]}`), false},
-		{"message_stop", "anthropic_messages", ev("message_stop", `{"type":"message_stop"}`), true},
-		{"message_stop by data", "anthropic_messages", ev("", `{"type":"message_stop"}`), true},
-		{"message_delta last", "anthropic_messages", ev("message_delta", `{"type":"message_delta"}`), false},
-		{"completed", "openai_responses", ev("response.completed", `{}`), true},
-		{"failed", "openai_responses", ev("response.failed", `{"type":"response.failed"}`), false},
-		{"finish", "gemini_native", ev("", `{"candidates":[{"finishReason":"STOP"}]}`), true},
-		{"no finish", "gemini_native", ev("", `{"candidates":[{"content":{}}]}`), false},
+		{"only [DONE]", "openai_chat", []vendor.Event{ev("", "[DONE]")}, false},
+		{"chat usage missing", "openai_chat", []vendor.Event{
+			ev("", `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}`),
+			ev("", "[DONE]")}, true},
+		{"only message_stop", "anthropic_messages", []vendor.Event{ev("message_stop", `{"type":"message_stop"}`)}, false},
+		{"message_delta before the blocks end", "anthropic_messages", []vendor.Event{
+			ev("message_start", `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"m","content":[],"usage":{"input_tokens":1}}}`),
+			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+			ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}`),
+			ev("message_stop", `{"type":"message_stop"}`)}, false},
+		{"only response.completed", "openai_responses", []vendor.Event{ev("response.completed", `{"type":"response.completed","response":{"status":"completed","output":[{"type":"message"}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}}`)}, false},
+		{"gemini finish before the end", "gemini_native", []vendor.Event{
+			ev("", `{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"finishReason":"STOP"}]}`),
+			ev("", `{"candidates":[{"content":{"role":"model","parts":[{"text":"y"}]}}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":2}}`)}, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := checkEnd(tt.proto, tt.evs); (err == nil) != tt.ok {
-				t.Fatalf("checkEnd = %v, want ok=%v", err, tt.ok)
+	for _, st := range streams {
+		t.Run(st.name, func(t *testing.T) {
+			if checkStream(st.proto, st.evs, st.usage) == nil {
+				t.Fatal("passed")
 			}
 		})
 	}

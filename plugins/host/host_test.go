@@ -429,7 +429,7 @@ func TestConformanceThroughHost(t *testing.T) {
 			_, v := start(t, nil)
 			return v
 		},
-		Protocols: echo.Protocols,
+		Protocols: []string{"openai_chat", "anthropic_messages", "openai_responses", "gemini_native"},
 		Request:   conformance.MarkerRequest,
 	})
 }

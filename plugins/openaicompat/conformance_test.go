@@ -13,10 +13,9 @@ import (
 
 func TestConformance(t *testing.T) {
 	v := openaicompat.New()
-	d, _ := v.Describe(t.Context())
 	conformance.Run(t, conformance.Target{
 		Name:      "openai-compatible",
-		Protocols: d.Protocols,
+		Protocols: []string{"openai_chat", "openai_responses"},
 		New: func(t *testing.T) vendor.Vendor {
 			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
 			t.Cleanup(up.Close)

@@ -59,8 +59,8 @@ func decodeBody(t *testing.T, p protocol.ID, body []byte) answer {
 			t.Fatalf("shape: %s", body)
 		}
 		a = anthropicContent(t, m)
-		a.usage = protocol.Usage{InputTokens: m.Usage.InputTokens + m.Usage.CacheReadInputTokens,
-			OutputTokens: m.Usage.OutputTokens, CachedTokens: m.Usage.CacheReadInputTokens}
+		a.usage = protocol.Usage{InputTokens: m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheCreationInputTokens,
+			OutputTokens: m.Usage.OutputTokens, CachedTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}
 	case protocol.OpenAIResponses:
 		var r responses.Response
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -200,8 +200,8 @@ func decodeStream(t *testing.T, p protocol.ID, sink *recSink) answer {
 			t.Fatalf("sequence %s ... %s", evs[0].Name, evs[len(evs)-1].Name)
 		}
 		a = anthropicContent(t, m)
-		a.usage = protocol.Usage{InputTokens: m.Usage.InputTokens + m.Usage.CacheReadInputTokens,
-			OutputTokens: m.Usage.OutputTokens, CachedTokens: m.Usage.CacheReadInputTokens}
+		a.usage = protocol.Usage{InputTokens: m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheCreationInputTokens,
+			OutputTokens: m.Usage.OutputTokens, CachedTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}
 	case protocol.OpenAIResponses:
 		var final responses.Response
 		var deltas strings.Builder
@@ -299,6 +299,16 @@ func TestAnswersDecodeWithSDKs(t *testing.T) {
 				}
 				if p != protocol.AnthropicMessages && a.usage.ReasoningTokens != 11 {
 					t.Fatalf("reasoning %+v", a.usage)
+				}
+			}},
+			{desc: "cache writes", prompt: "hi there [sim:cached=2,written=3]", check: func(t *testing.T, a answer, in int64) {
+				// Input counts every token; only messages-style names the writes.
+				wantWritten := int64(0)
+				if p == protocol.AnthropicMessages {
+					wantWritten = 3
+				}
+				if a.usage.InputTokens != in || a.usage.CachedTokens != 2 || a.usage.CacheWriteTokens != wantWritten {
+					t.Fatalf("%+v (want input %d)", a.usage, in)
 				}
 			}},
 			{desc: "max tokens", prompt: "hi", extra: maxField[p], check: func(t *testing.T, a answer, in int64) {

@@ -19,6 +19,7 @@ type Knobs struct {
 	Chunks      int           // chunks=N: reply text in N content chunks (0: one per word)
 	Words       int           // words=N: reply length in words (0: DefaultWords)
 	Cached      int64         // cached=N: cached input tokens reported
+	Written     int64         // written=N: input tokens reported as cache writes (Anthropic)
 	Reasoning   int64         // reasoning=N: reasoning tokens reported (counted in output)
 }
 
@@ -111,14 +112,17 @@ func (k *Knobs) set(item string) error {
 		default:
 			k.Words = n
 		}
-	case "cached", "reasoning":
+	case "cached", "written", "reasoning":
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil || n < 0 || n > 1<<40 {
 			return fmt.Errorf("sim: %s=%s: want a whole number of tokens", name, val)
 		}
-		if name == "cached" {
+		switch name {
+		case "cached":
 			k.Cached = n
-		} else {
+		case "written":
+			k.Written = n
+		default:
 			k.Reasoning = n
 		}
 	case "latency", "slow":
@@ -132,7 +136,7 @@ func (k *Knobs) set(item string) error {
 			k.Slow = d
 		}
 	default:
-		return fmt.Errorf("sim: unknown knob %q (error, cut, hang, latency, slow, chunks, words, cached, reasoning)", name)
+		return fmt.Errorf("sim: unknown knob %q (error, cut, hang, latency, slow, chunks, words, cached, written, reasoning)", name)
 	}
 	return nil
 }

@@ -15,8 +15,10 @@ func msgStop(pl *plan) string {
 
 func appendMsgUsage(b []byte, pl *plan, out int64) []byte {
 	b = append(b, `{"input_tokens":`...)
-	b = appendInt(b, pl.in-pl.cached)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = appendInt(b, pl.in-pl.cached-pl.written)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = appendInt(b, pl.written)
+	b = append(b, `,"cache_read_input_tokens":`...)
 	b = appendInt(b, pl.cached)
 	b = append(b, `,"output_tokens":`...)
 	b = appendInt(b, out)

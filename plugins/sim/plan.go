@@ -22,8 +22,9 @@ type plan struct {
 	args     []byte // the call's JSON arguments
 	argFrags int    // argument fragments a stream sends
 	limited  bool   // stopped by max tokens
-	in       int64  // input tokens, cached ones included
+	in       int64  // input tokens, cached and written ones included
 	cached   int64
+	written  int64 // input tokens written to the cache (Anthropic reports them apart)
 	out      int64 // output tokens, reasoning ones included
 	thinking int64
 	conv     *conv
@@ -49,6 +50,7 @@ func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs) *plan 
 		in:      (c.inputBytes + 3) / 4,
 	}
 	pl.cached = min(k.Cached, pl.in)
+	pl.written = min(k.Written, pl.in-pl.cached)
 	pl.thinking = k.Reasoning
 	if wantsImage(p, c) {
 		pl.image = true

@@ -130,11 +130,11 @@ func TestPrefixesAreDistinct(t *testing.T) {
 	}
 }
 
-// crash stops s the way a killed process would: sequences are not
-// released, so their leases are lost.
-// crash stops s as a killed process would: the journal is left as
-// written, and nothing still queued reaches Badger.
-func crash(t *testing.T, s *Store) {
+// abandon stops s without applying the moves still queued and without
+// handing back its id leases, so the journal holds moves Badger lacks, as
+// after a crash; Badger itself is then closed cleanly (a real kill, which
+// leaves Badger to recover too, is TestMoneyMovesSurviveSIGKILL's).
+func abandon(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	s.closed = true
@@ -172,7 +172,7 @@ func TestIDsNotReusedAfterCrash(t *testing.T) {
 		}
 		last = r.ID
 	}
-	crash(t, s)
+	abandon(t, s)
 
 	s = openTemp(t, dir, Options{})
 	r := &store.LogRow{AccountID: "a", RequestID: "after"}
@@ -299,7 +299,7 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	if s.books.applied.Load() == s.books.seq {
 		t.Fatal("the moves were applied before the crash; the test needs them queued")
 	}
-	crash(t, s)
+	abandon(t, s)
 
 	for round := range 2 { // the second open finds a journal already replayed
 		s = openTemp(t, dir, Options{})
@@ -324,7 +324,7 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 		if l, err := s.ListLedger(ctx, "a"); err != nil || len(l) != 2 {
 			t.Fatalf("round %d: ledger %+v, %v", round, l, err)
 		}
-		crash(t, s)
+		abandon(t, s)
 	}
 }
 
@@ -341,7 +341,7 @@ func TestJournalTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := s.books.j.path(s.books.j.segments[len(s.books.j.segments)-1])
-	crash(t, s)
+	abandon(t, s)
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +452,7 @@ func TestJournalRotatesUnderConcurrentStrictMoves(t *testing.T) {
 	if segs < 3 {
 		t.Fatalf("%d segments; the test needs rotations", segs)
 	}
-	crash(t, s)
+	abandon(t, s)
 	s = openTemp(t, dir, Options{})
 	w, err := s.GetWallet(ctx, "a")
 	if err != nil || w.Balance != money.Credits(1000)-n || w.Held != 0 {

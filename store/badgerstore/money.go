@@ -223,15 +223,20 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 		b.mu.Unlock()
 		return store.Wallet{}, store.ErrExists
 	}
-	if h.Amount > w.Balance-w.Held {
+	if h.Amount > w.Available() {
 		b.mu.Unlock()
 		return store.Wallet{}, store.ErrInsufficient
+	}
+	next, err := moved(*w, 0, h.Amount)
+	if err != nil {
+		b.mu.Unlock()
+		return store.Wallet{}, err
 	}
 	if err := b.record(e, val); err != nil {
 		b.mu.Unlock()
 		return store.Wallet{}, err
 	}
-	w.Held += h.Amount
+	*w = next
 	b.holds[h.ID] = h
 	out, queued := *w, len(b.queue)
 	b.mu.Unlock()
@@ -284,6 +289,13 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 			return fmt.Errorf("badgerstore: row account %q differs from hold account %q", r.AccountID, h.AccountID)
 		}
 		e.amount, e.keyID = h.Amount, h.KeyID
+		// The charge may exceed the hold; the balance may go below zero,
+		// but not out of range: then nothing is booked (the caller
+		// decides, see pipeline's log stage).
+		if _, err := moved(*w, -e.charge, -e.amount); err != nil {
+			b.mu.Unlock()
+			return err
+		}
 	} else {
 		b.mu.Lock()
 	}
@@ -298,14 +310,29 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 		return err
 	}
 	if w != nil {
-		w.Held -= e.amount
-		w.Balance -= e.charge
+		*w, _ = moved(*w, -e.charge, -e.amount) // checked above, under the same lock
 		delete(b.holds, st.HoldID)
 	}
 	queued := len(b.queue)
 	b.mu.Unlock()
 	r.ID = id
 	return s.settled(ctx, e.seq, queued)
+}
+
+// moved is w after adding dBalance to its balance and dHeld to its held
+// sum, or store.ErrOutOfRange when the balance, the held sum or the
+// available balance would leave money's range (or the held sum go below
+// zero). Every move of the books goes through it, so none can wrap.
+func moved(w store.Wallet, dBalance, dHeld money.Nano) (store.Wallet, error) {
+	bal, ok1 := money.Add(w.Balance, dBalance)
+	held, ok2 := money.Add(w.Held, dHeld)
+	_, ok3 := money.Sub(bal, held)
+	if !ok1 || !ok2 || !ok3 || held < 0 {
+		return w, fmt.Errorf("account %q: balance %s, held %s, move %s / %s: %w",
+			w.AccountID, w.Balance, w.Held, dBalance, dHeld, store.ErrOutOfRange)
+	}
+	w.Balance, w.Held = bal, held
+	return w, nil
 }
 
 // settleKeys prepares a settlement's index value and keys; the row id in
@@ -388,6 +415,9 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 	if err := checkID("account", a.ID); err != nil {
 		return err
 	}
+	if !initialCredit.Valid() {
+		return store.ErrOutOfRange
+	}
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
@@ -434,6 +464,10 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 	e := &entry{kind: kindCredit, account: accountID, amount: amount}
 	b := s.books
 	w, err := s.lockWallet(accountID)
+	var next store.Wallet
+	if err == nil {
+		next, err = moved(*w, amount, 0)
+	}
 	if err == nil {
 		err = s.ledgerEntry(e, note)
 	}
@@ -449,8 +483,8 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 		b.mu.Unlock()
 		return store.Wallet{}, err
 	}
-	w.Balance += amount
-	out := *w
+	*w = next
+	out := next
 	b.mu.Unlock()
 	if err := s.settled(ctx, e.seq, 0); err != nil {
 		return store.Wallet{}, err
@@ -675,8 +709,7 @@ func (s *Store) commitEntries(es []*entry) error {
 		case kindHold:
 			var w *store.Wallet
 			if w, err = wallet(e.account); err == nil {
-				w.Held += e.amount
-				if !settled[e.holdID] {
+				if *w, err = moved(*w, 0, e.amount); err == nil && !settled[e.holdID] {
 					err = txn.Set(holdKey(e.holdID), e.holdVal)
 				}
 			}
@@ -696,8 +729,9 @@ func (s *Store) commitEntries(es []*entry) error {
 		case kindCredit:
 			var w *store.Wallet
 			if w, err = wallet(e.account); err == nil {
-				w.Balance += e.amount
-				err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
+				if *w, err = moved(*w, e.amount, 0); err == nil {
+					err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
+				}
 			}
 		default:
 			err = fmt.Errorf("badgerstore: unknown journal record kind %q", e.kind)
@@ -721,7 +755,15 @@ func (s *Store) commitEntries(es []*entry) error {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if err := txn.Set(key, encodeNano(use+add)); err != nil {
+		total, ok := money.Add(use, add)
+		if !ok {
+			// A key's lifetime total is a report (and what a spend cap
+			// compares with): past the range it stays at the maximum,
+			// which no cap is above.
+			s.log.Error("a key's usage total reached the largest amount; it stays there", "key_id", k)
+			total = money.Max
+		}
+		if err := txn.Set(key, encodeNano(total)); err != nil {
 			return err
 		}
 	}
@@ -738,15 +780,20 @@ func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
 		if err != nil {
 			return err
 		}
-		w.Held -= e.amount
-		w.Balance -= e.charge
+		if *w, err = moved(*w, -e.charge, -e.amount); err != nil {
+			return err
+		}
 		if !placedHere {
 			if err := txn.Delete(holdKey(e.holdID)); err != nil {
 				return err
 			}
 		}
 		if e.charge != 0 && e.keyID != "" {
-			keyUse[e.keyID] += e.charge
+			use, ok := money.Add(keyUse[e.keyID], e.charge)
+			if !ok {
+				use = money.Max // see the key total's clamp in commitEntries
+			}
+			keyUse[e.keyID] = use
 		}
 	}
 	if err := txn.Set(logKey(e.rowID()), e.rowVal); err != nil {

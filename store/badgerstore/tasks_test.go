@@ -37,7 +37,7 @@ func TestFinishTaskReplayAfterCrash(t *testing.T) {
 	if s.books.applied.Load() == s.books.seq {
 		t.Fatal("the end was applied before the crash; the test needs it queued")
 	}
-	crash(t, s)
+	abandon(t, s)
 	for round := range 2 {
 		s = openTemp(t, dir, Options{})
 		w, err := s.GetWallet(ctx, "a")
@@ -58,7 +58,7 @@ func TestFinishTaskReplayAfterCrash(t *testing.T) {
 		if err := s.FinishTask(ctx, tk, store.Settlement{HoldID: "req-1", Charge: money.Credits(2), Row: row}); !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("round %d: finishing again: %v", round, err)
 		}
-		crash(t, s)
+		abandon(t, s)
 	}
 }
 

@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("place hold", func(t *testing.T) { t.Parallel(); testPlaceHold(t, open(t)) })
 	t.Run("settle", func(t *testing.T) { t.Parallel(); testSettle(t, open(t)) })
 	t.Run("settle refusals", func(t *testing.T) { t.Parallel(); testSettleRefusals(t, open(t)) })
+	t.Run("money range", func(t *testing.T) { t.Parallel(); testMoneyRange(t, open(t)) })
 	t.Run("open holds", func(t *testing.T) { t.Parallel(); testOpenHolds(t, open(t)) })
 	t.Run("double settle", func(t *testing.T) { t.Parallel(); testDoubleSettle(t, open(t)) })
 	t.Run("concurrent holds", func(t *testing.T) { t.Parallel(); testConcurrentHolds(t, open(t)) })
@@ -418,6 +419,83 @@ func testSettleRefusals(t *testing.T, s store.Store) {
 			}
 		})
 	}
+}
+
+// testMoneyRange: no move takes a balance, a held sum or an available
+// balance out of money's range; a refused move is ErrOutOfRange and
+// changes nothing (issue 10: crediting a near-maximal amount twice, or a
+// settlement on a balance near the floor, wrapped around).
+func testMoneyRange(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	half := money.Max/2 + 1
+	t.Run("opening credit out of range", func(t *testing.T) {
+		err := s.CreateAccount(ctx, store.Account{ID: "min", Name: "n", Status: store.AccountActive, CreatedAt: t0}, money.Nano(-1<<63), "x")
+		mustIs(t, "create", err, store.ErrOutOfRange)
+		_, err = s.GetAccount(ctx, "min")
+		mustIs(t, "get", err, store.ErrNotFound)
+	})
+	t.Run("credit past the maximum", func(t *testing.T) {
+		newAccount(t, s, "top", half)
+		_, err := s.Credit(ctx, "top", half, "twice")
+		mustIs(t, "second credit", err, store.ErrOutOfRange)
+		wantWallet(t, s, "top", half, 0)
+		_, err = s.Credit(ctx, "top", money.Max-half, "to the top")
+		mustNil(t, "credit to exactly the maximum", err)
+		wantWallet(t, s, "top", money.Max, 0)
+		_, err = s.Credit(ctx, "top", 1, "one more")
+		mustIs(t, "one nano more", err, store.ErrOutOfRange)
+		led, err := s.ListLedger(ctx, "top")
+		mustNil(t, "ledger", err)
+		if len(led) != 2 {
+			t.Fatalf("refused credits wrote ledger entries: %+v", led)
+		}
+	})
+	t.Run("correction past the minimum", func(t *testing.T) {
+		newAccount(t, s, "bottom", 0)
+		_, err := s.Credit(ctx, "bottom", money.Min, "down")
+		mustNil(t, "credit to exactly the minimum", err)
+		_, err = s.Credit(ctx, "bottom", -1, "one below")
+		mustIs(t, "one nano below", err, store.ErrOutOfRange)
+		wantWallet(t, s, "bottom", money.Min, 0)
+	})
+	t.Run("available out of range", func(t *testing.T) {
+		// Held above the balance, then a deep correction: the balance
+		// alone would fit, but balance minus held would not.
+		newAccount(t, s, "avail", cr(10))
+		_, err := s.PlaceHold(ctx, hold("avail", "avail-h", cr(10)))
+		mustNil(t, "hold", err)
+		_, err = s.Credit(ctx, "avail", cr(-5), "correction")
+		mustNil(t, "correction", err)
+		_, err = s.Credit(ctx, "avail", money.Min+cr(3), "deep correction")
+		mustIs(t, "deep correction", err, store.ErrOutOfRange)
+		wantWallet(t, s, "avail", cr(5), cr(10))
+	})
+	t.Run("settlement past the minimum", func(t *testing.T) {
+		newAccount(t, s, "debt", cr(10))
+		h := hold("debt", "debt-h", cr(10))
+		_, err := s.PlaceHold(ctx, h)
+		mustNil(t, "hold", err)
+		_, err = s.Credit(ctx, "debt", money.Min+cr(100), "deep correction")
+		mustNil(t, "correction", err)
+		bal := money.Min + cr(110)
+		wantWallet(t, s, "debt", bal, cr(10))
+		row := rowFor(h, cr(200))
+		err = s.Settle(ctx, store.Settlement{HoldID: h.ID, Charge: cr(200), Row: row})
+		mustIs(t, "settle", err, store.ErrOutOfRange)
+		if row.ID != 0 {
+			t.Fatalf("a refused settlement assigned row id %d", row.ID)
+		}
+		wantWallet(t, s, "debt", bal, cr(10))
+		if rows := accountRows(t, s, "debt"); len(rows) != 0 {
+			t.Fatalf("a refused settlement wrote rows: %+v", rows)
+		}
+		if got := keyUsage(t, s, h.KeyID); got != 0 {
+			t.Fatalf("a refused settlement charged the key %s", got)
+		}
+		// The hold is still open: a settlement the books can take closes it.
+		mustNil(t, "settle within range", s.Settle(ctx, store.Settlement{HoldID: h.ID, Charge: cr(110), Row: rowFor(h, cr(110))}))
+		wantWallet(t, s, "debt", money.Min, 0)
+	})
 }
 
 func testOpenHolds(t *testing.T, s store.Store) {

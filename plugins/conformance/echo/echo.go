@@ -146,7 +146,7 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 	}
 	cut, isCut := number(b, "[sim:cut=")
 	crash := has(b, "[crash]")
-	evs := events(req.Protocol, req.Model, n)
+	evs := events(req.Protocol, req.Model, n, has(b, `"include_usage":true`))
 	for i, e := range evs {
 		if isCut && i == cut {
 			return &vendor.Failure{Kind: vendor.FailureBroken, Message: "echo: connection cut"}
@@ -234,7 +234,7 @@ func answer(proto, model, text string) []byte {
 		})
 	case protocol.OpenAIResponses:
 		return mustJSON(map[string]any{
-			"id": "resp_echo", "object": "response", "status": "completed", "model": model,
+			"id": "resp_echo", "object": "response", "created_at": 1735689600, "status": "completed", "model": model,
 			"output": []any{map[string]any{"type": "message", "role": "assistant",
 				"content": []any{map[string]any{"type": "output_text", "text": text}}}},
 			"usage": map[string]any{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
@@ -248,7 +248,7 @@ func answer(proto, model, text string) []byte {
 		})
 	default:
 		return mustJSON(map[string]any{
-			"id": "chatcmpl-echo", "object": "chat.completion", "model": model,
+			"id": "chatcmpl-echo", "object": "chat.completion", "created": 1735689600, "model": model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 				"message": map[string]any{"role": "assistant", "content": text}}},
 			"usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
@@ -257,8 +257,8 @@ func answer(proto, model, text string) []byte {
 }
 
 // events is a whole stream of n events (at least the protocol's minimum),
-// ending the way the protocol ends.
-func events(proto, model string, n int) []vendor.Event {
+// in the protocol's sequence; usage adds the completions usage chunk.
+func events(proto, model string, n int, usage bool) []vendor.Event {
 	mj := strconv.Quote(model)
 	var head, tail []vendor.Event
 	var delta func() vendor.Event
@@ -277,24 +277,37 @@ func events(proto, model string, n int) []vendor.Event {
 			{Name: "message_stop", Data: []byte(`{"type":"message_stop"}`)},
 		}
 	case protocol.OpenAIResponses:
-		head = []vendor.Event{{Name: "response.created", Data: []byte(`{"type":"response.created","response":{"id":"resp_echo","status":"in_progress","model":` + mj + `}}`)}}
-		delta = func() vendor.Event {
-			return vendor.Event{Name: "response.output_text.delta", Data: []byte(`{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"echo"}`)}
+		resp := `{"id":"resp_echo","object":"response","created_at":1735689600,"status":"in_progress","model":` + mj + `,"output":[],"usage":null}`
+		item := `{"type":"message","id":"msg_echo","role":"assistant","status":"completed","content":[{"type":"output_text","text":"echo"}]}`
+		head = []vendor.Event{
+			{Name: "response.created", Data: []byte(`{"type":"response.created","response":` + resp + `}`)},
+			{Name: "response.in_progress", Data: []byte(`{"type":"response.in_progress","response":` + resp + `}`)},
+			{Name: "response.output_item.added", Data: []byte(`{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"msg_echo","role":"assistant","status":"in_progress","content":[]}}`)},
 		}
-		tail = []vendor.Event{{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":{"id":"resp_echo","status":"completed","model":` + mj + `,"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}}`)}}
+		delta = func() vendor.Event {
+			return vendor.Event{Name: "response.output_text.delta", Data: []byte(`{"type":"response.output_text.delta","item_id":"msg_echo","output_index":0,"content_index":0,"delta":"echo"}`)}
+		}
+		tail = []vendor.Event{
+			{Name: "response.output_text.done", Data: []byte(`{"type":"response.output_text.done","item_id":"msg_echo","output_index":0,"content_index":0,"text":"echo"}`)},
+			{Name: "response.output_item.done", Data: []byte(`{"type":"response.output_item.done","output_index":0,"item":` + item + `}`)},
+			{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":{"id":"resp_echo","object":"response","created_at":1735689600,"status":"completed","model":` + mj +
+				`,"output":[` + item + `],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}}`)},
+		}
 	case protocol.GeminiNative:
 		delta = func() vendor.Event {
 			return vendor.Event{Data: []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"echo"}]}}],"modelVersion":` + mj + `}`)}
 		}
 		tail = []vendor.Event{{Data: []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2},"modelVersion":` + mj + `}`)}}
 	default:
+		chunk := `{"id":"chatcmpl-echo","object":"chat.completion.chunk","created":1735689600,"model":` + mj + `,"choices":`
 		delta = func() vendor.Event {
-			return vendor.Event{Data: []byte(`{"id":"chatcmpl-echo","object":"chat.completion.chunk","model":` + mj + `,"choices":[{"index":0,"delta":{"content":"echo"}}]}`)}
+			return vendor.Event{Data: []byte(chunk + `[{"index":0,"delta":{"content":"echo"}}]}`)}
 		}
-		tail = []vendor.Event{
-			{Data: []byte(`{"id":"chatcmpl-echo","object":"chat.completion.chunk","model":` + mj + `,"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)},
-			{Data: []byte("[DONE]")},
+		tail = []vendor.Event{{Data: []byte(chunk + `[{"index":0,"delta":{},"finish_reason":"stop"}]}`)}}
+		if usage {
+			tail = append(tail, vendor.Event{Data: []byte(chunk + `[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)})
 		}
+		tail = append(tail, vendor.Event{Data: []byte("[DONE]")})
 	}
 	out := append([]vendor.Event(nil), head...)
 	for range max(n-len(head)-len(tail), 1) {
