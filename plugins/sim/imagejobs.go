@@ -67,8 +67,8 @@ type imageJob struct {
 	Start   int64           `json:"t"`           // Unix ms of the submit
 	Latency int64           `json:"l,omitempty"` // ms
 	Fail    int             `json:"f,omitempty"`
-	Count   int             `json:"c"`           // images returned
-	W       int             `json:"w"`           // their size
+	Count   int             `json:"c"` // images returned
+	W       int             `json:"w"` // their size
 	H       int             `json:"h"`
 	Op      string          `json:"o"`
 	N       int             `json:"n"`
