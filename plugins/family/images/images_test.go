@@ -183,6 +183,11 @@ func TestRule7ReferencesMergedInWireOrder(t *testing.T) {
 	if err != nil || len(r.References) != 1 || !bytes.Equal(r.References[0].Data, png1) {
 		t.Fatalf("%+v %v", r, err)
 	}
+	// A form's image[] text fields are references too.
+	r, err = Parse(job(OpEdits, `{"prompt":"p","image[]":["https://h/1.png","https://h/2.png"]}`))
+	if err != nil || len(r.References) != 2 || len(r.Extra) != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
 	// edits with image_urls only are fine.
 	if _, err := Parse(job(OpEdits, `{"prompt":"p","image_urls":["https://h/x.png"]}`)); err != nil {
 		t.Fatal(err)

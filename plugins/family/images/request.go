@@ -68,7 +68,7 @@ func (r *Request) HasReference() bool { return len(r.References) > 0 || len(r.Fi
 // fields the rules read; any other passes through in Extra.
 var ruled = map[string]bool{
 	"model": true, "prompt": true, "n": true, "size": true, "response_format": true,
-	"image": true, "image_urls": true, "async": true, "stream": true,
+	"image": true, "image[]": true, "image_urls": true, "image_urls[]": true, "async": true, "stream": true,
 }
 
 // Invalid is the gateway's 400 invalid_request with msg.
@@ -179,8 +179,9 @@ func (r *Request) field(name string, v gjson.Result) *vendor.JobError {
 		if b, ok := boolean(v); !ok || b {
 			return Invalid("stream is not supported on the images endpoints; use async: true for a task.")
 		}
-	case "image", "image_urls":
-		return r.references(name, v)
+	case "image", "image[]", "image_urls", "image_urls[]":
+		// A multipart form's text fields may name URLs as image[] too.
+		return r.references(strings.TrimSuffix(name, "[]"), v)
 	}
 	return nil
 }
