@@ -350,7 +350,7 @@ func TestRenderURLHostsBytes(t *testing.T) {
 	}, Usage: `{"input_tokens":5,"output_tokens":7,"input_tokens_details":{"text_tokens":5}}`,
 		Fields: []Field{{"background", `"opaque"`}, {"model", `"up"`}}}
 	out := Render(Model{ID: "img"}, r, res)
-	if out.State != vendor.JobSucceeded || out.Status != 200 || out.ExpiresSlot != "expires_at" || len(out.URLs) != 0 {
+	if out.State != vendor.JobSucceeded || out.Status != 200 || out.ExpiresSlot != "expires_at" || len(out.URLs) != 0 || out.Inline {
 		t.Fatalf("%+v", out)
 	}
 	want := `{"model":"img","created":1700000000,"expires_at":null,"data":[{"url":"","size":"64x32","revised_prompt":"a cat"},{"url":"","size":"64x32"}],"background":"opaque","usage":{"generated_images":2,"output_tokens":7,"total_tokens":0,"input_tokens":5,"input_tokens_details":{"text_tokens":5}}}`
@@ -381,7 +381,7 @@ func TestRenderB64(t *testing.T) {
 	img := pngOf(16, 8)
 	r := &Request{N: 1, ResponseFormat: FormatB64}
 	out := Render(Model{ID: "img"}, r, Result{Created: 1, Images: []Image{{Data: img}}})
-	if out.ExpiresSlot != "" || len(out.Files) != 0 {
+	if out.ExpiresSlot != "" || len(out.Files) != 0 || !out.Inline {
 		t.Fatalf("%+v", out)
 	}
 	b64 := gjson.GetBytes(out.Body, "data.0.b64_json").Str

@@ -52,7 +52,7 @@ const ExpiresSlot = "expires_at"
 // hosts, its link written at data.i.url and the expiry at expires_at; an
 // image the upstream hosts keeps its URL (in JobOutcome.URLs, and no
 // expires_at). With b64_json the bytes are in the body and nothing is
-// hosted. usage is {generated_images, output_tokens, total_tokens} merged
+// hosted (the outcome is Inline). usage is {generated_images, output_tokens, total_tokens} merged
 // with the upstream's usage; other upstream fields pass through. Units
 // are the images returned at their tiers (Model.Delivered).
 func Render(m Model, r *Request, res Result) *vendor.JobOutcome {
@@ -94,6 +94,7 @@ func Render(m Model, r *Request, res Result) *vendor.JobOutcome {
 		b = append(b, '{')
 		switch {
 		case im.Data != nil && r.ResponseFormat == FormatB64:
+			out.Inline = true // too large to keep for a replay (the spec's idempotency table)
 			b = append(b, `"b64_json":"`...)
 			b = base64.StdEncoding.AppendEncode(b, im.Data)
 			b = append(b, '"')

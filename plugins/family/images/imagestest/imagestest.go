@@ -323,6 +323,9 @@ func succeeded(t *testing.T, out *vendor.JobOutcome, err error, model string, co
 func hosted(t *testing.T, out *vendor.JobOutcome, b gjson.Result) {
 	t.Helper()
 	items := b.Get("data").Array()
+	if out.Inline {
+		t.Fatal("a url answer is marked Inline")
+	}
 	if len(out.Files) != len(items) || out.ExpiresSlot != "expires_at" || !b.Get("expires_at").Exists() {
 		t.Fatalf("%d files, expires slot %q, for %d items: %.300s", len(out.Files), out.ExpiresSlot, len(items), out.Body)
 	}
@@ -362,6 +365,9 @@ func (s *suite) runB64(t *testing.T) {
 	b := succeeded(t, out, err, m.ID, 1)
 	if len(out.Files) != 0 || out.ExpiresSlot != "" || b.Get("expires_at").Exists() {
 		t.Fatalf("b64_json hosts files: %d, %q", len(out.Files), out.ExpiresSlot)
+	}
+	if !out.Inline {
+		t.Fatal("a b64_json answer is not marked Inline (kept for replays)")
 	}
 	raw, err := base64.StdEncoding.DecodeString(b.Get("data.0.b64_json").Str)
 	if err != nil {
