@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
+	"github.com/tollgate-gw/tollgate/plugins/family/images/imagestest"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -30,5 +31,28 @@ func TestConformance(t *testing.T) {
 				{Name: "main", BaseURL: up.URL, APIKey: "sk-conformance"}}})
 		},
 		Request: conformance.MarkerRequest,
+	})
+}
+
+// TestImagesConformance runs the image family's suite against the plugin
+// process, through plugins/host as the gateway starts it.
+func TestImagesConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the plugin binary")
+	}
+	imagestest.Run(t, imagestest.Target{
+		Name: "openai",
+		New: func(t *testing.T) vendor.Vendor {
+			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-images"}).Handler())
+			t.Cleanup(up.Close)
+			return vt.StartBinary(t, "openai", vendor.Config{AllowPrivateURLs: true,
+				Channels: []vendor.Channel{{Name: "main", BaseURL: up.URL, APIKey: "sk-images"}}})
+		},
+		Plain: vendor.JobModel{ID: "gpt-image-1", Upstream: "gpt-image-1"},
+		Area: vendor.JobModel{ID: "gpt-image-1-area", Upstream: "gpt-image-1",
+			Settings: map[string]string{"area_threshold_mp": "1.2"}, Tiers: []string{"hd"}},
+		SmallSize:         "1024x1024",
+		LargeSize:         "1536x1024",
+		FetchesReferences: true,
 	})
 }

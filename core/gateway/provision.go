@@ -81,7 +81,7 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hcl
 			problems = append(problems, noPlugin(cfg, name, explicit)...)
 			continue
 		}
-		vc := vendor.Config{Settings: settings}
+		vc := vendor.Config{Settings: settings, AllowPrivateURLs: cfg.Server.AllowPrivateURLs}
 		for _, ch := range cfg.Channels {
 			if ch.Vendor == name {
 				vc.Channels = append(vc.Channels, vendor.Channel{

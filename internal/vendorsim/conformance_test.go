@@ -7,7 +7,6 @@ import (
 	"github.com/tollgate-gw/tollgate/plugins/anthropic"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	"github.com/tollgate-gw/tollgate/plugins/gemini"
-	"github.com/tollgate-gw/tollgate/plugins/httpvendor"
 	"github.com/tollgate-gw/tollgate/plugins/openai"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -19,12 +18,12 @@ func TestRealPluginsConformance(t *testing.T) {
 	defer srv.Close()
 	for _, tc := range []struct {
 		name      string
-		new       func() *httpvendor.Vendor
+		new       func() vendor.Vendor
 		protocols []string
 	}{
-		{"openai", openai.New, []string{"openai_chat", "openai_responses"}},
-		{"anthropic", anthropic.New, []string{"anthropic_messages"}},
-		{"gemini", gemini.New, []string{"gemini_native"}},
+		{"openai", func() vendor.Vendor { return openai.New() }, []string{"openai_chat", "openai_responses"}},
+		{"anthropic", func() vendor.Vendor { return anthropic.New() }, []string{"anthropic_messages"}},
+		{"gemini", func() vendor.Vendor { return gemini.New() }, []string{"gemini_native"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conformance.Run(t, conformance.Target{

@@ -1,6 +1,6 @@
 // Package vendorsim serves the sim engine behind the vendors' real HTTP
-// APIs (OpenAI chat completions and responses, Anthropic messages, Gemini
-// generateContent), with their paths, auth headers, error bodies and SSE
+// APIs (OpenAI chat completions, responses and images, Anthropic messages,
+// Gemini generateContent), with their paths, auth headers, error bodies and SSE
 // framing, so the real vendor plugins can be tested against exact wire
 // formats and benchmarked against a fast upstream.
 package vendorsim
@@ -176,6 +176,10 @@ func parseRoute(r *http.Request) (route, bool) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/images/") || strings.HasPrefix(r.URL.Path, "/sim-files/") {
+		s.serveImages(w, r) // images.go
+		return
+	}
 	rt, ok := parseRoute(r)
 	if !ok {
 		writeError(w, rt.p, http.StatusNotFound, "", "Unknown request URL: "+r.Method+" "+r.URL.Path+".")

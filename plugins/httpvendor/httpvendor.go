@@ -51,14 +51,23 @@ type Vendor struct {
 	hc     *http.Client
 	ua     []string
 	routes atomic.Pointer[map[string]Route]
+
+	// Fetching client URLs (fetch.go): with and without private targets.
+	fetchPublic, fetchAny *http.Client
+	allowPrivate          atomic.Bool
 }
+
+// timingNone names no timeout in classify's messages.
+var timingNone vendor.ChatRequest
 
 // New returns a vendor with its own pooled client and no channels yet.
 func New(spec Spec) *Vendor {
 	v := &Vendor{
-		spec: spec,
-		hc:   &http.Client{Transport: NewTransport()},
-		ua:   []string{"tollgate-plugin-" + spec.Description.Name + "/" + spec.Description.Version},
+		spec:        spec,
+		hc:          &http.Client{Transport: NewTransport()},
+		ua:          []string{"tollgate-plugin-" + spec.Description.Name + "/" + spec.Description.Version},
+		fetchPublic: newFetchClient(false),
+		fetchAny:    newFetchClient(true),
 	}
 	v.routes.Store(&map[string]Route{})
 	return v
@@ -118,6 +127,7 @@ func (v *Vendor) Configure(_ context.Context, cfg vendor.Config) error {
 		routes[ch.Name] = r
 	}
 	v.routes.Store(&routes)
+	v.allowPrivate.Store(cfg.AllowPrivateURLs)
 	return nil
 }
 

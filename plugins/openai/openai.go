@@ -1,7 +1,7 @@
 // Package openai is the vendor plugin for the OpenAI API: chat completions
-// (POST /v1/chat/completions) and responses (POST /v1/responses), with
-// Authorization: Bearer and, when the channel sets them, the organization
-// and project headers.
+// (POST /v1/chat/completions) and responses (POST /v1/responses), and the
+// image family on its images API (images.go), with Authorization: Bearer
+// and, when the channel sets them, the organization and project headers.
 package openai
 
 import (
@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/plugins/family/images"
 	"github.com/tollgate-gw/tollgate/plugins/httpvendor"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -22,20 +23,28 @@ const (
 
 var spoken = []string{string(protocol.OpenAIChat), string(protocol.OpenAIResponses)}
 
+// Vendor is the openai vendor: chat through the shared HTTP machinery,
+// and the image family through vendor.Jobs.
+type Vendor struct {
+	*httpvendor.Vendor
+}
+
 // New returns the openai vendor with no channels yet.
-func New() *httpvendor.Vendor {
-	return httpvendor.New(httpvendor.Spec{
+func New() *Vendor {
+	return &Vendor{httpvendor.New(httpvendor.Spec{
 		Description: vendor.Description{
 			Name:      "openai",
 			Protocols: spoken,
-			Families:  []string{"chat"},
+			Families:  []string{"chat", images.Family},
 			Version:   httpvendor.Version,
+			Specs:     []vendor.FamilySpec{images.Spec()},
 		},
 		Prepare: prepare,
-	})
+	})}
 }
 
 type route struct {
+	base            string
 	chat, responses string
 	protocols       []string
 	auth            []string
@@ -59,6 +68,7 @@ func prepare(ch vendor.Channel) (httpvendor.Route, error) {
 		return nil, err
 	}
 	r := &route{
+		base:      base,
 		chat:      base + "/v1/chat/completions",
 		responses: base + "/v1/responses",
 		protocols: protos,
@@ -81,6 +91,21 @@ func (r *route) Build(req *vendor.ChatRequest, h http.Header) (string, error) {
 	if !slices.Contains(r.protocols, req.Protocol) {
 		return "", fmt.Errorf("the channel does not speak %q", req.Protocol)
 	}
+	r.headers(h)
+	if req.Protocol == string(protocol.OpenAIResponses) {
+		return r.responses, nil
+	}
+	return r.chat, nil
+}
+
+// BuildPath is the URL of an images API path, with the same headers.
+func (r *route) BuildPath(path string, h http.Header) (string, error) {
+	r.headers(h)
+	return r.base + path, nil
+}
+
+// headers adds the key and, when set, the organization and project.
+func (r *route) headers(h http.Header) {
 	h["Authorization"] = r.auth
 	if r.org != nil {
 		h["Openai-Organization"] = r.org
@@ -88,8 +113,4 @@ func (r *route) Build(req *vendor.ChatRequest, h http.Header) (string, error) {
 	if r.project != nil {
 		h["Openai-Project"] = r.project
 	}
-	if req.Protocol == string(protocol.OpenAIResponses) {
-		return r.responses, nil
-	}
-	return r.chat, nil
 }

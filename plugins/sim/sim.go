@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/plugins/family/images"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -46,13 +47,15 @@ func New(log hclog.Logger) *Vendor {
 	return &Vendor{log: log.Named("sim"), engine: NewEngine(), channels: map[string]channel{}}
 }
 
-// Describe names the plugin: sim speaks all four chat protocols.
+// Describe names the plugin: sim speaks all four chat protocols and
+// serves the image family (imagejobs.go).
 func (v *Vendor) Describe(context.Context) (vendor.Description, error) {
 	protos := make([]string, len(protocol.All))
 	for i, p := range protocol.All {
 		protos[i] = string(p)
 	}
-	return vendor.Description{Name: "sim", Protocols: protos, Families: []string{"chat"}, Version: Version}, nil
+	return vendor.Description{Name: "sim", Protocols: protos, Families: []string{"chat", images.Family}, Version: Version,
+		Specs: []vendor.FamilySpec{images.Spec()}}, nil
 }
 
 // Configure replaces the channels. A setting it does not know, or cannot

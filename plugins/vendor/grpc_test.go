@@ -93,6 +93,7 @@ func TestDescribeAndConfigureCross(t *testing.T) {
 			Settings: map[string]string{"a": "1"},
 			Channels: []vendor.Channel{{Name: "main", BaseURL: "http://u", APIKey: "k", Protocols: []string{"openai_chat"},
 				Settings: map[string]string{"org": "o"}}},
+			AllowPrivateURLs: true,
 		}
 		if err := v.Configure(t.Context(), cfg); err != nil {
 			t.Fatal(err)

@@ -33,6 +33,12 @@ type Channel struct {
 type Config struct {
 	Channels []Channel
 	Settings map[string]string
+	// AllowPrivateURLs is the gateway's server { allow_private_urls }: a
+	// URL a client hands over (a reference image the plugin fetches) may
+	// reach private, loopback and link-local addresses. False: refuse them
+	// (PRODUCT §7, URLs the gateway is handed). Channel base URLs are the
+	// operator's and never subject to it.
+	AllowPrivateURLs bool
 }
 
 // ChatRequest is one upstream chat call.

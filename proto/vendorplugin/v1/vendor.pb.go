@@ -596,9 +596,13 @@ type ConfigureRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Channels []*Channel             `protobuf:"bytes,1,rep,name=channels,proto3" json:"channels,omitempty"`
 	// Plugin-level settings from the plugin block.
-	Settings      map[string]string `protobuf:"bytes,2,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Settings map[string]string `protobuf:"bytes,2,rep,name=settings,proto3" json:"settings,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The gateway's server { allow_private_urls }: URLs a client hands over
+	// (reference images to fetch) may reach private, loopback and
+	// link-local addresses. False: the plugin refuses them.
+	AllowPrivateUrls bool `protobuf:"varint,3,opt,name=allow_private_urls,json=allowPrivateUrls,proto3" json:"allow_private_urls,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -643,6 +647,13 @@ func (x *ConfigureRequest) GetSettings() map[string]string {
 		return x.Settings
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetAllowPrivateUrls() bool {
+	if x != nil {
+		return x.AllowPrivateUrls
+	}
+	return false
 }
 
 type ConfigureResponse struct {
@@ -1474,10 +1485,11 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\bsettings\x18\x05 \x03(\v2).tollgate.vendor.v1.Channel.SettingsEntryR\bsettings\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x02\n" +
 	"\x10ConfigureRequest\x127\n" +
 	"\bchannels\x18\x01 \x03(\v2\x1b.tollgate.vendor.v1.ChannelR\bchannels\x12N\n" +
-	"\bsettings\x18\x02 \x03(\v22.tollgate.vendor.v1.ConfigureRequest.SettingsEntryR\bsettings\x1a;\n" +
+	"\bsettings\x18\x02 \x03(\v22.tollgate.vendor.v1.ConfigureRequest.SettingsEntryR\bsettings\x12,\n" +
+	"\x12allow_private_urls\x18\x03 \x01(\bR\x10allowPrivateUrls\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +

@@ -1,0 +1,85 @@
+package httpvendor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+// PathRoute is a Route that also serves calls beyond chat (an endpoint
+// family's): the URL of path on the channel, with the vendor's auth
+// headers added to h. A Route without it serves chat only.
+type PathRoute interface {
+	Route
+	BuildPath(path string, h http.Header) (string, error)
+}
+
+// PostRequest is one call beyond chat: a body of ContentType posted to
+// Path on a channel.
+type PostRequest struct {
+	Channel     string
+	Path        string // /v1/images/generations
+	ContentType string // application/json, multipart/form-data; boundary=...
+	Body        []byte
+	Timeout     time.Duration // the whole call; 0 = only the context
+	// MaxBody bounds a 2xx answer (0: MaxBody); an error body is cut at
+	// MaxErrorBody.
+	MaxBody int64
+}
+
+// Post makes one call beyond chat with the same client, timeouts and
+// failure classification as Chat. A non-2xx answer is a response, not an
+// error; *vendor.Failure reports a call without an answer.
+func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatResponse, error) {
+	ctx, cancel := withTimeout(ctx, req.Timeout)
+	defer cancel()
+	r, ok := (*v.routes.Load())[req.Channel]
+	if !ok {
+		return nil, configFailure("unknown channel %q", req.Channel)
+	}
+	pr, ok := r.(PathRoute)
+	if !ok {
+		return nil, configFailure("channel %q serves chat only", req.Channel)
+	}
+	h := make(http.Header, 8)
+	h["Content-Type"] = []string{req.ContentType}
+	h["Accept"] = acceptJSON
+	h["User-Agent"] = v.ua
+	target, err := pr.BuildPath(req.Path, h)
+	if err != nil {
+		return nil, configFailure("channel %q: %v", req.Channel, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, configFailure("channel %q: %v", req.Channel, err)
+	}
+	hr.Header = h
+	timing := &vendor.ChatRequest{Timeout: req.Timeout} // what classify names in its messages
+	resp, err := v.hc.Do(hr)
+	if err != nil {
+		return nil, classify(ctx, err, timing)
+	}
+	defer resp.Body.Close()
+	out := &vendor.ChatResponse{Status: resp.StatusCode, Headers: selectHeaders(resp.Header)}
+	limit := req.MaxBody
+	if limit <= 0 {
+		limit = MaxBody
+	}
+	if ok2xx(resp.StatusCode) {
+		out.Body, err = readBody(resp, limit, false)
+	} else {
+		out.Body, err = readBody(resp, MaxErrorBody, true)
+	}
+	if err != nil {
+		var f *vendor.Failure
+		if errors.As(err, &f) {
+			return nil, f
+		}
+		return nil, classify(ctx, err, timing)
+	}
+	return out, nil
+}
