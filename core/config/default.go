@@ -51,12 +51,13 @@ func Default(env func(string) string) *Config {
 				Caps{Reasoning: true, Vision: true}),
 		},
 	}
+	cfg.Models = append(cfg.Models, simImageModels()...)
 	simModels := make([]string, len(cfg.Models))
 	for i := range cfg.Models {
 		simModels[i] = cfg.Models[i].ID
 	}
 	cfg.Channels = []Channel{{
-		Name: "sim", Vendor: "sim", BaseURL: "sim://local", Families: []string{"chat"},
+		Name: "sim", Vendor: "sim", BaseURL: "sim://local", Families: []string{"chat", "image"},
 		Protocols: all, Models: simModels, Weight: 1,
 	}}
 
@@ -90,6 +91,22 @@ func Default(env func(string) string) *Config {
 	}
 	cfg.index()
 	return cfg
+}
+
+// simImageModels are the demo image models, one per rule of the spec's
+// images part that a model decides (docs/sim.md).
+func simImageModels() []Model {
+	img := func(id, perImage string) Model {
+		return Model{ID: id, OwnedBy: "sim", Family: "image", Price: Price{PerImage: money.MustParse(perImage)},
+			DefaultMaxTokens: DefaultMaxTokens, MaxOutputTokens: DefaultMaxTokens, Timeout: DefaultModelTimeout}
+	}
+	grid := img("sim-image-grid", "0.02")
+	grid.Grid = 4
+	area := img("sim-image-area", "0.04")
+	area.Price.PerImageHD, area.Price.AreaThresholdMP = money.MustParse("0.08"), "2.61"
+	nosize := img("sim-image-nosize", "0.03")
+	nosize.IgnoreSize = true
+	return []Model{img("sim-image", "0.04"), grid, area, nosize}
 }
 
 func chatModel(id string, defMax, maxOut int, timeout time.Duration, p Price, caps Caps) Model {

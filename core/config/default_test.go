@@ -138,7 +138,7 @@ func TestDefaultShape(t *testing.T) {
 		{"sim channel speaks all four protocols", len(cfg.Channels) == 1 &&
 			reflect.DeepEqual(cfg.Channels[0].Protocols, []string{string(protocol.OpenAIChat), string(protocol.AnthropicMessages), string(protocol.OpenAIResponses), string(protocol.GeminiNative)})},
 		{"sim channel: vendor, base_url, families", cfg.Channels[0].Vendor == "sim" && cfg.Channels[0].BaseURL == "sim://local" &&
-			reflect.DeepEqual(cfg.Channels[0].Families, []string{"chat"}) && cfg.Channels[0].Weight == 1},
+			reflect.DeepEqual(cfg.Channels[0].Families, []string{"chat", "image"}) && cfg.Channels[0].Weight == 1},
 		{"gpt-5-codex reasons", func() bool { m, ok := cfg.Model("gpt-5-codex"); return ok && m.Caps.Reasoning }()},
 	}
 	for _, c := range checks {

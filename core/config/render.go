@@ -74,12 +74,30 @@ func Render(c *Config) string {
 		setStr(b, "owned_by", m.OwnedBy)
 		b.SetAttributeValue("family", cty.StringVal(m.Family))
 		setList(b, "aliases", m.Aliases)
-		b.SetAttributeValue("default_max_tokens", cty.NumberIntVal(int64(m.DefaultMaxTokens)))
+		chat := m.Family == DefaultFamily || m.Family == ""
+		if chat || m.DefaultMaxTokens != DefaultMaxTokens {
+			b.SetAttributeValue("default_max_tokens", cty.NumberIntVal(int64(m.DefaultMaxTokens)))
+		}
 		if m.MaxOutputTokens != m.DefaultMaxTokens {
 			b.SetAttributeValue("max_output_tokens", cty.NumberIntVal(int64(m.MaxOutputTokens)))
 		}
 		setList(b, "translate_from", m.TranslateFrom)
-		b.SetAttributeValue("timeout", cty.StringVal(m.Timeout.String()))
+		if chat || m.Timeout != DefaultModelTimeout {
+			b.SetAttributeValue("timeout", cty.StringVal(m.Timeout.String()))
+		}
+		if m.Grid != 0 {
+			b.SetAttributeValue("grid", cty.NumberIntVal(int64(m.Grid)))
+		}
+		if m.IgnoreSize {
+			b.SetAttributeValue("ignore_size", cty.True)
+		}
+		if m.KeepAliveAfter != 0 {
+			b.SetAttributeValue("keepalive_after", cty.StringVal(m.KeepAliveAfter.String()))
+		}
+		if m.MaxDuration != 0 {
+			b.SetAttributeValue("max_duration", cty.NumberIntVal(int64(m.MaxDuration)))
+		}
+		setMap(b, "settings", m.Settings)
 		if m.IdleTimeout != 0 {
 			b.SetAttributeValue("idle_timeout", cty.StringVal(m.IdleTimeout.String()))
 		}
@@ -88,17 +106,27 @@ func Render(c *Config) string {
 		}
 		prices := []money.Nano{
 			m.Price.Input, m.Price.Output, m.Price.CachedInput, m.Price.CacheWrite, m.Price.PerImage,
-			m.Price.PerSecond, m.Price.PerCall, m.Price.PerCharacter, m.Price.PerGeneration,
+			m.Price.PerSecond, m.Price.PerCall, m.Price.PerCharacter, m.Price.PerGeneration, m.Price.PerImageHD,
 		}
 		var pb *hclwrite.Body
-		for i, p := range prices {
-			if p == 0 {
-				continue
-			}
+		price := func() *hclwrite.Body {
 			if pb == nil {
 				pb = b.AppendNewBlock("price", nil).Body()
 			}
-			pb.SetAttributeValue(priceFields[i], cty.StringVal(p.String()))
+			return pb
+		}
+		for i, p := range prices {
+			if p != 0 {
+				price().SetAttributeValue(priceFields[i], cty.StringVal(p.String()))
+			}
+		}
+		setStr(pbOr(price, m.Price.AreaThresholdMP != ""), "area_threshold_mp", m.Price.AreaThresholdMP)
+		if len(m.Price.PerSecondByResolution) > 0 {
+			tiers := map[string]string{}
+			for t, p := range m.Price.PerSecondByResolution {
+				tiers[t] = p.String()
+			}
+			setMap(price(), "per_second_by_resolution", tiers)
 		}
 		if len(m.Caps.Tools) > 0 || m.Caps.Reasoning || m.Caps.Vision {
 			cb := b.AppendNewBlock("caps", nil).Body()
@@ -129,8 +157,16 @@ func Render(c *Config) string {
 	return string(hclwrite.Format(f.Bytes()))
 }
 
+// pbOr is the price block when cond holds (creating it), else nil.
+func pbOr(price func() *hclwrite.Body, cond bool) *hclwrite.Body {
+	if !cond {
+		return nil
+	}
+	return price()
+}
+
 func setStr(b *hclwrite.Body, name, v string) {
-	if v != "" {
+	if v != "" && b != nil {
 		b.SetAttributeValue(name, cty.StringVal(v))
 	}
 }
