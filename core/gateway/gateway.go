@@ -275,12 +275,14 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		defer stopProfiling()
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
 	if err := g.engine.Start(bg); err != nil {
+		stopBG()
 		ln.Close()
 		return err
 	}
-	defer g.engine.Wait()
+	// On the way out: the engine's calls under way end, then the parts are
+	// cleaned up.
+	defer func() { stopBG(); g.engine.Wait() }()
 	go g.files.Run(bg)
 
 	hs := &http.Server{Handler: g.handler, ReadHeaderTimeout: 30 * time.Second,
