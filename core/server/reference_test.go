@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/core/server"
+	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
 
 // docs/reference.md is the one reference for every endpoint. This test
@@ -196,6 +197,15 @@ func fullServer(t *testing.T) (*routes.Mux, *routes.Mux) {
 		case f.Type() == handler:
 			f.Set(reflect.ValueOf(http.NotFoundHandler()))
 		}
+	}
+	// The families' routes come from their plugins' Describe: sim serves
+	// every family, so its specs hold every family route.
+	d, err := sim.New(nil).Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Specs {
+		o.Families = append(o.Families, &d.Specs[i])
 	}
 	return server.New(o).Routes(), adm.Routes()
 }
