@@ -165,10 +165,11 @@ func chatToolsIn(v gjson.Result, c *conv, t target, w *warnings) error {
 		if p := fn.Get("parameters"); isObject(p) {
 			tt.params = p.Raw
 		}
+		// strict: false is every other protocol's default: nothing is lost.
 		if s := fn.Get("strict"); present(s) {
 			if t.can(featStrict) {
 				tt.strict = boolRaw(s)
-			} else {
+			} else if s.Type == gjson.True {
 				w.add("tools.function.strict")
 			}
 		}

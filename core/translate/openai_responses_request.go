@@ -77,7 +77,7 @@ func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
 				if s := tl.Get("strict"); present(s) {
 					if t.can(featStrict) {
 						tt.strict = boolRaw(s)
-					} else {
+					} else if s.Type == gjson.True {
 						w.add("tools.strict")
 					}
 				}
