@@ -184,18 +184,30 @@ func fuzzPair(f *testing.F, from, to protocol.ID) {
 	})
 }
 
-func FuzzChatToMessages(f *testing.F)      { fuzzPair(f, protocol.OpenAIChat, protocol.AnthropicMessages) }
-func FuzzChatToResponses(f *testing.F)     { fuzzPair(f, protocol.OpenAIChat, protocol.OpenAIResponses) }
-func FuzzChatToGemini(f *testing.F)        { fuzzPair(f, protocol.OpenAIChat, protocol.GeminiNative) }
-func FuzzMessagesToChat(f *testing.F)      { fuzzPair(f, protocol.AnthropicMessages, protocol.OpenAIChat) }
-func FuzzMessagesToResponses(f *testing.F) { fuzzPair(f, protocol.AnthropicMessages, protocol.OpenAIResponses) }
-func FuzzMessagesToGemini(f *testing.F)    { fuzzPair(f, protocol.AnthropicMessages, protocol.GeminiNative) }
-func FuzzResponsesToChat(f *testing.F)     { fuzzPair(f, protocol.OpenAIResponses, protocol.OpenAIChat) }
-func FuzzResponsesToMessages(f *testing.F) { fuzzPair(f, protocol.OpenAIResponses, protocol.AnthropicMessages) }
-func FuzzResponsesToGemini(f *testing.F)   { fuzzPair(f, protocol.OpenAIResponses, protocol.GeminiNative) }
-func FuzzGeminiToChat(f *testing.F)        { fuzzPair(f, protocol.GeminiNative, protocol.OpenAIChat) }
-func FuzzGeminiToMessages(f *testing.F)    { fuzzPair(f, protocol.GeminiNative, protocol.AnthropicMessages) }
-func FuzzGeminiToResponses(f *testing.F)   { fuzzPair(f, protocol.GeminiNative, protocol.OpenAIResponses) }
+func FuzzChatToMessages(f *testing.F)  { fuzzPair(f, protocol.OpenAIChat, protocol.AnthropicMessages) }
+func FuzzChatToResponses(f *testing.F) { fuzzPair(f, protocol.OpenAIChat, protocol.OpenAIResponses) }
+func FuzzChatToGemini(f *testing.F)    { fuzzPair(f, protocol.OpenAIChat, protocol.GeminiNative) }
+func FuzzMessagesToChat(f *testing.F)  { fuzzPair(f, protocol.AnthropicMessages, protocol.OpenAIChat) }
+func FuzzMessagesToResponses(f *testing.F) {
+	fuzzPair(f, protocol.AnthropicMessages, protocol.OpenAIResponses)
+}
+func FuzzMessagesToGemini(f *testing.F) {
+	fuzzPair(f, protocol.AnthropicMessages, protocol.GeminiNative)
+}
+func FuzzResponsesToChat(f *testing.F) { fuzzPair(f, protocol.OpenAIResponses, protocol.OpenAIChat) }
+func FuzzResponsesToMessages(f *testing.F) {
+	fuzzPair(f, protocol.OpenAIResponses, protocol.AnthropicMessages)
+}
+func FuzzResponsesToGemini(f *testing.F) {
+	fuzzPair(f, protocol.OpenAIResponses, protocol.GeminiNative)
+}
+func FuzzGeminiToChat(f *testing.F) { fuzzPair(f, protocol.GeminiNative, protocol.OpenAIChat) }
+func FuzzGeminiToMessages(f *testing.F) {
+	fuzzPair(f, protocol.GeminiNative, protocol.AnthropicMessages)
+}
+func FuzzGeminiToResponses(f *testing.F) {
+	fuzzPair(f, protocol.GeminiNative, protocol.OpenAIResponses)
+}
 
 func BenchmarkRequest(b *testing.B) {
 	for _, p := range pairs {
