@@ -130,6 +130,15 @@ func candidates(c *Call, chans []*config.Channel) []Candidate {
 	return out
 }
 
+// Reachable reports whether a client of protocol p reaches model m: some
+// chat channel of m speaks p, or p may be translated (a completions client
+// always; another when m's translate_from lists it) and m has a chat
+// channel, since every pair of protocols has a translator.
+func Reachable(cfg *config.Config, m *config.Model, p protocol.ID) bool {
+	c := &Call{Protocol: p, Model: m}
+	return len(candidates(c, chatChannels(cfg, m.ID))) > 0
+}
+
 // prepare makes cand the current attempt: it builds (or reuses) the body
 // for its protocol and upstream model and sets the translation headers
 // the client will see.
