@@ -26,11 +26,7 @@ const defaultAnthropicMaxTokens = 4096
 
 func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
 	c := &conv{}
-	var err error
-	root.ForEach(func(k, v gjson.Result) bool {
-		if !present(v) {
-			return true
-		}
+	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
 			c.model = v.Str
@@ -42,7 +38,7 @@ func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
 				if s := inner(v); s != "" {
 					c.system = append(c.system, s)
 				}
-				return true
+				return nil
 			}
 			eachElement(v, func(b gjson.Result) bool {
 				if present(b.Get("cache_control")) {
@@ -54,7 +50,7 @@ func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
 				return true
 			})
 		case "messages":
-			err = messagesIn(v, c, t, w)
+			return messagesIn(v, c, t, w)
 		case "stop_sequences":
 			if t.can(featStop) {
 				c.stop = appendStops(c.stop[:0], v)
@@ -72,7 +68,7 @@ func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
 				w.add(k.Str)
 			}
 		case "tools":
-			err = messagesToolsIn(v, c, w)
+			return messagesToolsIn(v, c, w)
 		case "tool_choice":
 			switch typ := v.Get("type").Str; typ {
 			case "auto", "none":
@@ -118,7 +114,7 @@ func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
 		default:
 			w.add(k.Str)
 		}
-		return err == nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -316,54 +312,28 @@ func messagesMediaIn(b gjson.Result, typ string, t target) (part, bool, error) {
 	return part{}, false, invalid("a %s with a %q source cannot be sent to this model's upstream", typ, src.Get("type").Str)
 }
 
-// mturn is one messages turn being built: tool results first, as the
-// messages protocol requires them at the start of a user turn.
-type mturn struct {
-	role    role
-	results []byte
-	blocks  []byte
+// messagesTurns writes messages content blocks.
+var messagesTurns = turnWriter{
+	text:  appendTextBlock,
+	media: messagesMediaOut,
+	call: func(b []byte, p part) []byte {
+		b = append(b, `{"type":"tool_use","id":"`...)
+		b = append(b, p.id...)
+		b = append(b, `","name":"`...)
+		b = append(b, p.name...)
+		b = append(b, `","input":`...)
+		b = append(b, argsObject(p.args)...)
+		return append(b, '}')
+	},
+	result: func(b, rest []byte, p part) ([]byte, []byte, error) {
+		return toolResultOut(b, p), rest, nil
+	},
 }
 
 func encodeMessages(c *conv, opts RequestOptions, sizeHint int) ([]byte, error) {
-	var system []byte
-	for _, s := range c.system {
-		system = appendTextBlock(sep(system), s)
-	}
-	var turns []mturn
-	for i := range c.msgs {
-		m := &c.msgs[i]
-		if m.role == roleSystem {
-			// The messages protocol has one system prompt: later system
-			// messages join it, in order.
-			for _, p := range m.parts {
-				if p.kind == kindText {
-					system = appendTextBlock(sep(system), p.text)
-				}
-			}
-			continue
-		}
-		if n := len(turns); n == 0 || turns[n-1].role != m.role {
-			turns = append(turns, mturn{role: m.role})
-		}
-		tn := &turns[len(turns)-1]
-		for _, p := range m.parts {
-			switch p.kind {
-			case kindText:
-				tn.blocks = appendTextBlock(sep(tn.blocks), p.text)
-			case kindMedia:
-				tn.blocks = messagesMediaOut(sep(tn.blocks), p.m)
-			case kindCall:
-				tn.blocks = append(sep(tn.blocks), `{"type":"tool_use","id":"`...)
-				tn.blocks = append(tn.blocks, p.id...)
-				tn.blocks = append(tn.blocks, `","name":"`...)
-				tn.blocks = append(tn.blocks, p.name...)
-				tn.blocks = append(tn.blocks, `","input":`...)
-				tn.blocks = append(tn.blocks, argsObject(p.args)...)
-				tn.blocks = append(tn.blocks, '}')
-			case kindResult:
-				tn.results = toolResultOut(sep(tn.results), p)
-			}
-		}
+	system, turns, err := buildTurns(c, messagesTurns)
+	if err != nil {
+		return nil, err
 	}
 	maxTokens := maxTokensOr(c, opts)
 	if maxTokens <= 0 {
@@ -377,26 +347,7 @@ func encodeMessages(c *conv, opts RequestOptions, sizeHint int) ([]byte, error) 
 		b = append(key(b, "system"), '[')
 		b = append(append(b, system...), ']')
 	}
-	b = append(key(b, "messages"), '[')
-	for i, tn := range turns {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"role":"`...)
-		if tn.role == roleAssistant {
-			b = append(b, "assistant"...)
-		} else {
-			b = append(b, "user"...)
-		}
-		b = append(b, `","content":[`...)
-		b = append(b, tn.results...)
-		if len(tn.results) > 0 && len(tn.blocks) > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, tn.blocks...)
-		b = append(b, "]}"...)
-	}
-	b = append(b, ']')
+	b = appendTurns(key(b, "messages"), turns, "assistant", "content")
 	if c.temperature != "" {
 		// The messages protocol's temperature goes up to 1.
 		if f, err := strconv.ParseFloat(c.temperature, 64); err == nil && f > 1 {

@@ -55,16 +55,12 @@ func getAny(r gjson.Result, camelName, snakeName string) gjson.Result {
 
 func decodeGemini(root gjson.Result, t target, w *warnings) (*conv, error) {
 	c := &conv{}
-	var err error
-	root.ForEach(func(k, v gjson.Result) bool {
-		if !present(v) {
-			return true
-		}
+	err := eachField(root, func(k, v gjson.Result) error {
 		switch camel(k.Str) {
 		case "model":
 			c.model = strings.TrimPrefix(v.Str, "models/")
 		case "contents":
-			err = geminiContentsIn(v, c, t, w)
+			return geminiContentsIn(v, c, t, w)
 		case "systemInstruction":
 			eachElement(v.Get("parts"), func(p gjson.Result) bool {
 				if s := inner(p.Get("text")); s != "" {
@@ -109,12 +105,12 @@ func decodeGemini(root gjson.Result, t target, w *warnings) (*conv, error) {
 			case "ANY":
 				if n := names.Array(); len(n) == 1 && n[0].Type == gjson.String {
 					c.choice = toolChoice{mode: "tool", name: inner(n[0])}
-					return true
+					return nil
 				}
 				c.choice.mode = "required"
 			default:
 				w.add(k.Str + ".functionCallingConfig.mode")
-				return true
+				return nil
 			}
 			if present(names) {
 				w.add(k.Str + ".functionCallingConfig.allowedFunctionNames")
@@ -122,7 +118,7 @@ func decodeGemini(root gjson.Result, t target, w *warnings) (*conv, error) {
 		default:
 			w.add(k.Str)
 		}
-		return err == nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -384,92 +380,50 @@ func geminiMediaIn(p gjson.Result, kind string, t target) (part, error) {
 	return part{}, invalid("only images at http(s) URLs can be sent to this model's upstream as fileData")
 }
 
-// gturn is one generate-content turn being built.
-type gturn struct {
-	role    role
-	results []byte
-	parts   []byte
-}
-
 func encodeGemini(c *conv, opts RequestOptions, sizeHint int) ([]byte, error) {
-	var system []byte
-	for _, s := range c.system {
-		system = appendTextPart(sep(system), s)
+	// generate-content matches a result to its call by name: through the
+	// call id seen earlier, else the result's own name.
+	names := map[string]string{}
+	tw := turnWriter{
+		text:  appendTextPart,
+		media: geminiMediaOut,
+		call: func(b []byte, p part) []byte {
+			names[p.id] = p.name
+			b = append(b, `{"functionCall":{"name":"`...)
+			b = append(b, p.name...)
+			b = append(b, `","args":`...)
+			b = append(b, argsObject(p.args)...)
+			return append(b, "}}"...)
+		},
+		result: func(b, rest []byte, p part) ([]byte, []byte, error) {
+			name, ok := names[p.id]
+			if !ok {
+				name = p.name
+			}
+			if name == "" {
+				return nil, nil, invalid("the tool result for %q answers no earlier tool call", unescape(p.id))
+			}
+			b = append(b, `{"functionResponse":{"name":"`...)
+			b = append(b, name...)
+			b = append(b, `","response":`...)
+			b = appendToolResponse(b, bstr(appendTexts(nil, p.content, `\n`)))
+			b = append(b, "}}"...)
+			// A response holds no media: they follow in the turn.
+			for _, cp := range p.content {
+				if cp.kind == kindMedia {
+					rest = geminiMediaOut(sep(rest), cp.m)
+				}
+			}
+			return b, rest, nil
+		},
 	}
-	var turns []gturn
-	names := map[string]string{} // call id -> function name (raw insides)
-	for i := range c.msgs {
-		m := &c.msgs[i]
-		if m.role == roleSystem {
-			for _, p := range m.parts {
-				if p.kind == kindText {
-					system = appendTextPart(sep(system), p.text)
-				}
-			}
-			continue
-		}
-		if n := len(turns); n == 0 || turns[n-1].role != m.role {
-			turns = append(turns, gturn{role: m.role})
-		}
-		tn := &turns[len(turns)-1]
-		for _, p := range m.parts {
-			switch p.kind {
-			case kindText:
-				tn.parts = appendTextPart(sep(tn.parts), p.text)
-			case kindMedia:
-				tn.parts = geminiMediaOut(sep(tn.parts), p.m)
-			case kindCall:
-				names[p.id] = p.name
-				tn.parts = append(sep(tn.parts), `{"functionCall":{"name":"`...)
-				tn.parts = append(tn.parts, p.name...)
-				tn.parts = append(tn.parts, `","args":`...)
-				tn.parts = append(tn.parts, argsObject(p.args)...)
-				tn.parts = append(tn.parts, "}}"...)
-			case kindResult:
-				// generate-content matches a result to its call by name.
-				name, ok := names[p.id]
-				if !ok {
-					name = p.name
-				}
-				if name == "" {
-					return nil, invalid("the tool result for %q answers no earlier tool call", unescape(p.id))
-				}
-				var text []byte
-				text = appendTexts(text, p.content, `\n`)
-				tn.results = append(sep(tn.results), `{"functionResponse":{"name":"`...)
-				tn.results = append(tn.results, name...)
-				tn.results = append(tn.results, `","response":`...)
-				tn.results = appendToolResponse(tn.results, bstr(text))
-				tn.results = append(tn.results, "}}"...)
-				for _, cp := range p.content {
-					if cp.kind == kindMedia {
-						tn.parts = geminiMediaOut(sep(tn.parts), cp.m)
-					}
-				}
-			}
-		}
+	system, turns, err := buildTurns(c, tw)
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, 0, sizeHint+256)
-	b = append(b, `{"contents":[`...)
-	for i, tn := range turns {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"role":"`...)
-		if tn.role == roleAssistant {
-			b = append(b, "model"...)
-		} else {
-			b = append(b, "user"...)
-		}
-		b = append(b, `","parts":[`...)
-		b = append(b, tn.results...)
-		if len(tn.results) > 0 && len(tn.parts) > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, tn.parts...)
-		b = append(b, "]}"...)
-	}
-	b = append(b, ']')
+	b = append(b, `{"contents":`...)
+	b = appendTurns(b, turns, "model", "parts")
 	if len(system) > 0 {
 		b = append(key(b, "systemInstruction"), `{"parts":[`...)
 		b = append(b, system...)

@@ -23,11 +23,7 @@ var chatSide = side{
 
 func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
 	c := &conv{}
-	var err error
-	root.ForEach(func(k, v gjson.Result) bool {
-		if !present(v) {
-			return true
-		}
+	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
 			c.model = v.Str
@@ -35,7 +31,7 @@ func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
 			// The model comes from the route, streaming from the call;
 			// include_usage is honoured by the translated stream itself.
 		case "messages":
-			err = chatMessagesIn(v, c, t, w)
+			return chatMessagesIn(v, c, t, w)
 		case "max_tokens", "max_completion_tokens":
 			c.maxTokens = v.Int()
 		case "temperature":
@@ -70,7 +66,7 @@ func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
 				w.add(k.Str)
 			}
 		case "tools":
-			err = chatToolsIn(v, c, t, w)
+			return chatToolsIn(v, c, t, w)
 		case "tool_choice":
 			c.choice = chatChoiceIn(v)
 		case "parallel_tool_calls":
@@ -108,7 +104,7 @@ func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
 		default:
 			w.add(k.Str)
 		}
-		return err == nil
+		return nil
 	})
 	if err != nil {
 		return nil, err

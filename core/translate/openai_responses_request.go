@@ -22,11 +22,7 @@ var responsesSide = side{
 
 func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
 	c := &conv{}
-	var err error
-	root.ForEach(func(k, v gjson.Result) bool {
-		if !present(v) {
-			return true
-		}
+	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
 			c.model = v.Str
@@ -36,7 +32,7 @@ func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
 				c.system = append(c.system, s)
 			}
 		case "input":
-			err = responsesInputIn(v, c, t, w)
+			return responsesInputIn(v, c, t, w)
 		case "max_output_tokens":
 			c.maxTokens = v.Int()
 		case "temperature":
@@ -132,7 +128,7 @@ func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
 		default:
 			w.add(k.Str)
 		}
-		return err == nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
