@@ -249,6 +249,11 @@ func (d *decoder) file(body hcl.Body) *Config {
 		} else {
 			cfg.Disabled = append(cfg.Disabled, ch.Name)
 			d.disabledVendors[ch.Vendor] = true
+			for _, m := range ch.Models {
+				// A model a disabled channel serves waits for it.
+				id, _, _ := strings.Cut(m, "=")
+				delete(reg.translateFrom, id)
+			}
 		}
 	}
 	d.checkTranslateFrom(cfg, reg.translateFrom)

@@ -607,7 +607,7 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "translate_from on a model no chat channel serves",
-			src:  "model \"m\" {\n  translate_from = [\"gemini_native\"]\n}\nchannel \"img\" {\n  vendor   = \"sim\"\n  families = [\"image\"]\n  models   = []\n}",
+			src:  "model \"m\" {\n  translate_from = [\"gemini_native\"]\n  free = true\n}\nchannel \"img\" {\n  vendor   = \"sim\"\n  families = [\"image\"]\n  models   = []\n}",
 			want: `t.hcl:2,20-37: model "m": translate_from: no chat channel serves this model, so nothing can be translated to it (list "m" in a chat channel's models)`,
 		},
 		{
