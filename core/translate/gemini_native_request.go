@@ -393,7 +393,11 @@ func encodeGemini(c *conv, opts RequestOptions, sizeHint int) ([]byte, error) {
 			b = append(b, p.name...)
 			b = append(b, `","args":`...)
 			b = append(b, argsObject(p.args)...)
-			return append(b, "}}"...)
+			// Gemini 3 refuses a function call in history without the
+			// thought signature it came with, which no other protocol
+			// carries; Google's documented stand-in for history from
+			// another model skips that check.
+			return append(b, `},"thoughtSignature":"skip_thought_signature_validator"}`...)
 		},
 		result: func(b, rest []byte, p part) ([]byte, []byte, error) {
 			name, ok := names[p.id]

@@ -60,7 +60,7 @@ func TestMessagesToGeminiRequest(t *testing.T) {
 		want: map[string]string{
 			"systemInstruction": `{"parts":[{"text":"Be brief."}]}`,
 			"contents.0":        `{"role":"user","parts":[{"text":"weather?"}]}`,
-			"contents.1":        `{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}}}]}`,
+			"contents.1":        `{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"skip_thought_signature_validator"}]}`,
 			"contents.2":        `{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"content":"sunny"}}},{"text":"here"},{"inlineData":{"mimeType":"image/png","data":"iVBO"}}]}`,
 			"generationConfig":  `{"temperature":0.5,"topK":20,"stopSequences":["END"],"maxOutputTokens":500,"thinkingConfig":{"thinkingBudget":2000}}`,
 			"tools":             `[{"functionDeclarations":[{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}]`,
@@ -132,7 +132,7 @@ func TestResponsesToGeminiRequest(t *testing.T) {
 		body: `{"instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_file","file_url":"https://example.com/a.pdf"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"{\"ok\":true}"}],"text":{"format":{"type":"json_schema","name":"o","schema":{"type":"object","properties":{"n":{"type":"integer"}}}}},"reasoning":{"effort":"medium"},"max_output_tokens":100,"parallel_tool_calls":true,"user":"u"}`,
 		opts: RequestOptions{Reasoning: true},
 		want: map[string]string{
-			"contents":          `[{"role":"user","parts":[{"text":"hi"},{"fileData":{"mimeType":"application/pdf","fileUri":"https://example.com/a.pdf"}}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"ok":true}}}]}]`,
+			"contents":          `[{"role":"user","parts":[{"text":"hi"},{"fileData":{"mimeType":"application/pdf","fileUri":"https://example.com/a.pdf"}}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}},"thoughtSignature":"skip_thought_signature_validator"}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"ok":true}}}]}]`,
 			"systemInstruction": `{"parts":[{"text":"Be brief."}]}`,
 			"generationConfig":  `{"responseMimeType":"application/json","responseSchema":{"type":"object","properties":{"n":{"type":"integer"}}},"maxOutputTokens":100,"thinkingConfig":{"thinkingBudget":8192}}`,
 		},
