@@ -64,7 +64,7 @@ func matrixConfig(url string) string {
 func TestTranslationMatrixSDKs(t *testing.T) {
 	t.Parallel()
 	up := startUpstream(t, sim.Knobs{})
-	g := testgw.Start(t, testgw.Options{Config: matrixConfig(up.URL)})
+	g := startGateway(t, testgw.Options{Config: matrixConfig(up.URL)})
 	models := map[string]string{
 		"openai_chat": "m-chat", "openai_responses": "m-responses",
 		"anthropic_messages": "m-messages", "gemini_native": "m-gemini",
@@ -131,7 +131,7 @@ func TestTranslationMatrixSDKs(t *testing.T) {
 						if (sdkUsage{in, out, cached}) != tr.usage {
 							t.Errorf("row %d tokens in %d out %d cached %d; the client saw %+v", i, in, out, cached, tr.usage)
 						}
-						want := pipeline.TokenCost(matrixPrice, in, cached, 0, out)
+						want, _ := pipeline.TokenCost(matrixPrice, in, cached, 0, out)
 						if got := money.MustParse(str(row["cost"])); got != want {
 							t.Errorf("row %d cost %s, want %s (usage x price)", i, got, want)
 						}
@@ -181,7 +181,7 @@ func TestTranslationMatrixRouting(t *testing.T) {
 		ch("dead-messages", "anthropic", dead, "anthropic_messages", "failover", 0) +
 		ch("live-responses", "openai", up.URL, "openai_responses", "failover", 0) +
 		model("mix") + model("prio") + model("failover")
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 	msg := func(model string) string {
 		return `{"model":"` + model + `","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`
 	}
@@ -278,7 +278,7 @@ model "my-gemini" {
   }
 }
 `
-	g := testgw.Start(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: cfg})
 	w := newWallet(g)
 	cases := []struct {
 		name, path, body, model string
