@@ -234,7 +234,7 @@ func BenchmarkRelay(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			base := g.call(tc.p, tc.path, tc.body)
 			g.upTo(b, base, "dispatch")
-			if err := base.Route.prepare(base, "m"); err != nil {
+			if err := base.Route.prepare(base, base.Route.Candidates[0]); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

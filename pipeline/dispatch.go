@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -81,19 +83,24 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	// A channel's own timeout replaces the model's for calls on it (agents
 	// need about 600 s); the whole call may last as long as the longest.
 	total := modelTimeout
-	for _, ch := range r.Channels {
-		total = max(total, ch.Timeout)
+	for _, cand := range r.Candidates {
+		total = max(total, cand.Channel.Timeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
 	timeout := modelTimeout
 
-	var last error
-	for _, ch := range s.order(r.Channels) {
-		upstreamModel, _ := ch.UpstreamModel(c.Model.ID)
-		if err := r.prepare(c, upstreamModel); err != nil {
-			return err
+	var last, unfit error
+	for _, cand := range s.order(r.Candidates) {
+		if err := r.prepare(c, cand); err != nil {
+			// A candidate whose protocol cannot carry this request is
+			// skipped: an upstream failure stays the answer.
+			if unfit == nil {
+				unfit = err
+			}
+			continue
 		}
+		ch, upstreamModel := cand.Channel, r.bodyModel
 		v := s.vendors[ch.Vendor]
 		started := s.now()
 		s.health.Begin(ch.Name)
@@ -159,6 +166,9 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 			break
 		}
 	}
+	if last == nil && unfit != nil {
+		return unfit
+	}
 	if last == nil {
 		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' has no usable channel", c.ModelID)
 	}
@@ -216,46 +226,65 @@ func idleTimeout(m *config.Model, ch *config.Channel) time.Duration {
 	return DefaultIdleTimeout
 }
 
-// order returns the channels by priority (already sorted), weighted-random
-// within one priority, with channels whose breaker is open moved last.
-func (s *dispatchStage) order(chans []*config.Channel) []*config.Channel {
-	out := make([]*config.Channel, 0, len(chans))
-	for i := 0; i < len(chans); {
-		j := i
-		for j < len(chans) && chans[j].Priority == chans[i].Priority {
-			j++
-		}
-		group := append([]*config.Channel(nil), chans[i:j]...)
-		weightedShuffle(group)
-		out = append(out, group...)
-		i = j
-	}
-	usable := out[:0:0]
-	var resting []*config.Channel
-	for _, ch := range out {
-		if s.health.Ready(ch.Name) {
-			usable = append(usable, ch)
+// order moves the candidates whose circuit breaker is open to the end,
+// keeping the route's order otherwise: when nothing else is left they are
+// still tried.
+func (s *dispatchStage) order(cands []Candidate) []Candidate {
+	out := make([]Candidate, 0, len(cands))
+	var resting []Candidate
+	for _, cand := range cands {
+		if s.health.Ready(cand.Channel.Name) {
+			out = append(out, cand)
 		} else {
-			resting = append(resting, ch)
+			resting = append(resting, cand)
 		}
 	}
-	return append(usable, resting...)
+	return append(out, resting...)
 }
 
-func weightedShuffle(group []*config.Channel) {
+// orderCandidates orders a call's candidates as PRODUCT.md §7 says:
+// higher priority first; within one priority the channels that speak the
+// client's protocol before those reached by translation; within each of
+// those groups a weighted random order (weight, at least 1), drawn per call.
+func orderCandidates(cands []Candidate) []Candidate {
+	slices.SortStableFunc(cands, func(a, b Candidate) int {
+		if a.Channel.Priority != b.Channel.Priority {
+			return cmp.Compare(b.Channel.Priority, a.Channel.Priority)
+		}
+		return cmp.Compare(nativeRank(a), nativeRank(b))
+	})
+	for i := 0; i < len(cands); {
+		j := i
+		for j < len(cands) && cands[j].Channel.Priority == cands[i].Channel.Priority && nativeRank(cands[j]) == nativeRank(cands[i]) {
+			j++
+		}
+		weightedShuffle(cands[i:j])
+		i = j
+	}
+	return cands
+}
+
+func nativeRank(c Candidate) int {
+	if c.Translator == nil {
+		return 0
+	}
+	return 1
+}
+
+func weightedShuffle(group []Candidate) {
 	if len(group) < 2 {
 		return
 	}
 	total := 0
-	for _, ch := range group {
-		total += max(ch.Weight, 1)
+	for _, c := range group {
+		total += max(c.Channel.Weight, 1)
 	}
 	for i := 0; i < len(group)-1; i++ {
 		n := rand.IntN(total)
 		for j := i; j < len(group); j++ {
-			n -= max(group[j].Weight, 1)
+			n -= max(group[j].Channel.Weight, 1)
 			if n < 0 {
-				total -= max(group[j].Weight, 1)
+				total -= max(group[j].Channel.Weight, 1)
 				group[i], group[j] = group[j], group[i]
 				break
 			}
@@ -326,10 +355,15 @@ func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req
 	up := codec.For(c.Route.Protocol)
 	c.Usage = up.Usage(resp.Body)
 	body := resp.Body
-	if tr := c.Route.Translator; tr != nil {
+	if tr := c.Route.Translator; tr == nil {
+		// Issue 17: the client sees the gateway's model id, not the upstream's.
+		body = codec.NewModelNamer(c.Route.Protocol, c.ModelID).Answer(body)
+	} else {
 		body, err = tr.Response(resp.Body, c.responseOptions())
 		if err != nil {
-			return done, apierr.Internal(err)
+			// A failed answer in a 200 is the upstream's error; anything
+			// else the upstream sent that cannot be read is a fault.
+			return done, apierr.As(err)
 		}
 	}
 	c.Served = true
@@ -354,6 +388,7 @@ type relay struct {
 	head      vendor.Head
 	started   bool
 	keepUsage bool
+	namer     *codec.ModelNamer // native streams: the gateway's model id
 }
 
 func (r *relay) Head(h vendor.Head) error {
@@ -394,6 +429,9 @@ func (r *relay) add(ev vendor.Event) error {
 	pe := protocol.Event{Name: ev.Name, Data: ev.Data}
 	keep := r.track.Observe(pe)
 	if r.tr != nil {
+		// A translated error event carries the upstream's message too:
+		// it is masked before the translator reads it.
+		pe.Data = maskErrorEvent(r.red, pe.Data)
 		return r.tr.Event(pe, r.out.Append)
 	}
 	if !keep && !r.keepUsage {
@@ -402,7 +440,7 @@ func (r *relay) add(ev vendor.Event) error {
 	// An upstream error event passes through as the spec says, its
 	// message masked (PRODUCT.md §7).
 	pe.Data = maskErrorEvent(r.red, pe.Data)
-	return r.out.Append(pe)
+	return r.out.Append(r.namer.Event(pe))
 }
 
 // newRelay returns the relay of c's stream.
@@ -416,6 +454,8 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 	}
 	if c.Route.Translator != nil {
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
+	} else {
+		rl.namer = codec.NewModelNamer(c.Route.Protocol, c.ModelID)
 	}
 	return rl
 }

@@ -163,7 +163,7 @@ func outcomeError(out *vendor.JobOutcome) *vendor.JobError {
 // 429 moves on to the next channel (folded into the row's attempts).
 func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.Duration) (*vendor.JobOutcome, error) {
 	var last error
-	for _, ch := range s.order(c.Job.Channels) {
+	for _, ch := range s.jobOrder(c.Job.Channels) {
 		v := s.jobs[ch.Vendor]
 		started := s.now()
 		s.health.Begin(ch.Name)
@@ -271,7 +271,7 @@ func (s *dispatchStage) submitJob(ctx context.Context, c *Call) error {
 	if maxRun <= 0 {
 		maxRun = defaultJobCall
 	}
-	chans := s.order(j.Channels)
+	chans := s.jobOrder(j.Channels)
 	first := chans[0]
 	job := tasks.Job{Request: *jobRequest(c, first), UpstreamJob: j.Plan.UpstreamJob, LinkBase: j.LinkBase}
 	enc, err := job.Encode()
@@ -332,7 +332,7 @@ func (s *dispatchStage) submitJob(ctx context.Context, c *Call) error {
 // refuses; a refusal is the client's answer (the task is not shown).
 func (s *dispatchStage) submitUpstream(ctx context.Context, c *Call) (*vendor.JobOutcome, *config.Channel, error) {
 	var last error
-	for _, ch := range s.order(c.Job.Channels) {
+	for _, ch := range s.jobOrder(c.Job.Channels) {
 		v := s.jobs[ch.Vendor]
 		c.UpstreamTried = true
 		c.UpstreamCalls++
@@ -437,4 +437,19 @@ type TaskHeadBody struct {
 // not ended shows as queued until the upstream took it.
 func TaskHead(spec *vendor.FamilySpec, t *store.Task) TaskHeadBody {
 	return TaskHeadBody{ID: t.ID, Status: statusWord(spec, t.Status), Model: t.Model, CreatedAt: t.SubmittedAt.Unix()}
+}
+
+// jobOrder orders a job's channels as a chat call's: priority first,
+// weight within it, channels whose breaker is open last.
+func (s *dispatchStage) jobOrder(chans []*config.Channel) []*config.Channel {
+	cands := make([]Candidate, len(chans))
+	for i, ch := range chans {
+		cands[i] = Candidate{Channel: ch}
+	}
+	cands = s.order(orderCandidates(cands))
+	out := make([]*config.Channel, len(cands))
+	for i, c := range cands {
+		out[i] = c.Channel
+	}
+	return out
 }

@@ -16,23 +16,50 @@ import (
 	"github.com/tollgate-gw/tollgate/core/translate"
 )
 
-// Route is how a call reaches its upstream: the protocol spoken upstream,
-// the translator (nil when the client's protocol is spoken natively), the
-// candidate channels, and the body prepared for them.
+// Route is how a call reaches its upstreams: the candidate channels, each
+// with the protocol spoken to it, in the order dispatch tries them, and the
+// attempt being made.
 type Route struct {
+	// Candidates are the channels that can serve the call, ordered as
+	// PRODUCT.md §7 says: priority first, then within a priority the
+	// client's own protocol before a translated one, then weight.
+	Candidates []Candidate
+	// Protocol, Translator and Warnings are those of the current attempt
+	// (the first after translate, the serving or last one after dispatch).
 	Protocol   protocol.ID
-	Translator translate.Translator
-	Channels   []*config.Channel
+	Translator translate.Translator // nil when the client's protocol is spoken
 	Warnings   []string
 
 	body      []byte
 	bodyModel string
+	built     []builtBody
 }
 
-// translateStage picks the upstream protocol: the client's own when some
-// channel speaks it; otherwise a gateway-side translation (completions-style
-// clients reach messages and generate-content upstreams by default; the
-// reverse paths only where the model's translate_from allows them).
+// Candidate is one channel and the protocol the call speaks to it.
+type Candidate struct {
+	Channel    *config.Channel
+	Protocol   protocol.ID
+	Translator translate.Translator // nil for the client's own protocol
+}
+
+// builtBody is an upstream body built for one protocol and upstream model.
+type builtBody struct {
+	key      bodyKey
+	body     []byte
+	warnings []string
+}
+
+type bodyKey struct {
+	protocol protocol.ID
+	model    string
+	tools    string // a native responses body depends on the channel's tools
+}
+
+// translateStage picks, per channel of the model, the protocol the call
+// speaks to it: the client's own when the channel speaks it; otherwise a
+// gateway-side translation (completions-style clients reach every upstream
+// protocol by default; the other clients where the model's translate_from
+// lists their protocol).
 type translateStage struct {
 	cfg *config.Config
 }
@@ -44,99 +71,141 @@ func newTranslate(d *Deps, _ map[string]string) (Stage, error) {
 func (s *translateStage) Name() string { return "translate" }
 
 func (s *translateStage) Serve(_ context.Context, c *Call) error {
-	chans := chatChannels(s.cfg, c.Model.ID)
-	r := &Route{}
-	if native := speaking(chans, c.Protocol); len(native) > 0 {
-		r.Protocol, r.Channels = c.Protocol, native
-	} else if target, tr := s.pickTranslation(c, chans); tr != nil {
-		r.Protocol, r.Translator, r.Channels = target, tr, speaking(chans, target)
-	} else {
+	cands := candidates(c, chatChannels(s.cfg, c.Model.ID))
+	if len(cands) == 0 {
 		return apierr.Newf(apierr.NoChannelAvailable,
 			"the model '%s' has no channel serving the %s protocol", c.ModelID, c.Protocol)
 	}
+	r := &Route{Candidates: orderCandidates(cands)}
 	if err := checkBuiltinTools(c, r); err != nil {
 		return err
 	}
-	upstreamModel, _ := r.Channels[0].UpstreamModel(c.Model.ID)
-	if err := r.prepare(c, upstreamModel); err != nil {
-		return err
+	// Build the first body now, so a request no candidate can take is
+	// refused before any upstream is called. A candidate whose protocol
+	// cannot carry the request is dropped; the first such error is the
+	// answer when none can.
+	var first error
+	kept := r.Candidates[:0]
+	for _, cand := range r.Candidates {
+		if len(kept) == 0 {
+			if err := r.prepare(c, cand); err != nil {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+		}
+		kept = append(kept, cand)
 	}
-	h := c.W.Header()
-	if r.Translator != nil {
-		h.Set("X-Protocol-Translation", translate.HeaderValue(c.Protocol, r.Protocol))
+	if len(kept) == 0 {
+		return first
 	}
-	if len(r.Warnings) > 0 {
-		h.Set("X-Protocol-Warning", strings.Join(r.Warnings, "; "))
-	}
+	r.Candidates = kept
 	c.Route = r
 	return nil
 }
 
-func (s *translateStage) pickTranslation(c *Call, chans []*config.Channel) (protocol.ID, translate.Translator) {
-	if c.Protocol == protocol.OpenAIChat {
-		for _, ch := range chans {
-			for _, p := range ch.Protocols {
-				if tr, ok := translate.Lookup(c.Protocol, protocol.ID(p)); ok {
-					return protocol.ID(p), tr
-				}
+// candidates pairs each channel with the protocol the call speaks to it;
+// channels the client cannot reach are left out.
+func candidates(c *Call, chans []*config.Channel) []Candidate {
+	out := make([]Candidate, 0, len(chans))
+	translated := c.Protocol == protocol.OpenAIChat || slices.Contains(c.Model.TranslateFrom, string(c.Protocol))
+	for _, ch := range chans {
+		if slices.Contains(ch.Protocols, string(c.Protocol)) {
+			out = append(out, Candidate{Channel: ch, Protocol: c.Protocol})
+			continue
+		}
+		if !translated {
+			continue
+		}
+		// The channel's first protocol: operators list their preferred
+		// one first.
+		for _, p := range ch.Protocols {
+			if tr, ok := translate.Lookup(c.Protocol, protocol.ID(p)); ok {
+				out = append(out, Candidate{Channel: ch, Protocol: protocol.ID(p), Translator: tr})
+				break
 			}
 		}
-		return "", nil
 	}
-	if !slices.Contains(c.Model.TranslateFrom, string(c.Protocol)) || len(speaking(chans, protocol.OpenAIChat)) == 0 {
-		return "", nil
-	}
-	if tr, ok := translate.Lookup(c.Protocol, protocol.OpenAIChat); ok {
-		return protocol.OpenAIChat, tr
-	}
-	return "", nil
+	return out
 }
 
-// prepare builds the upstream body for one upstream model id; dispatch
-// calls it again only when a later channel maps the model differently.
-func (r *Route) prepare(c *Call, upstreamModel string) error {
-	if r.body != nil && r.bodyModel == upstreamModel {
-		return nil
+// Reachable reports whether a client of protocol p reaches model m: some
+// chat channel of m speaks p, or p may be translated (a completions client
+// always; another when m's translate_from lists it) and m has a chat
+// channel, since every pair of protocols has a translator.
+func Reachable(cfg *config.Config, m *config.Model, p protocol.ID) bool {
+	c := &Call{Protocol: p, Model: m}
+	return len(candidates(c, chatChannels(cfg, m.ID))) > 0
+}
+
+// prepare makes cand the current attempt: it builds (or reuses) the body
+// for its protocol and upstream model and sets the translation headers
+// the client will see.
+func (r *Route) prepare(c *Call, cand Candidate) error {
+	upstreamModel, _ := cand.Channel.UpstreamModel(c.Model.ID)
+	k := bodyKey{protocol: cand.Protocol, model: upstreamModel}
+	if cand.Translator == nil && cand.Protocol == protocol.OpenAIResponses {
+		k.tools = strings.Join(cand.Channel.Tools, ",")
 	}
-	var out []byte
-	var err error
-	if r.Translator == nil {
-		out, err = c.Codec.Rewrite(c.Body, codec.RewriteOptions{
+	var b *builtBody
+	for i := range r.built {
+		if r.built[i].key == k {
+			b = &r.built[i]
+			break
+		}
+	}
+	if b == nil {
+		body, warnings, err := buildBody(c, cand, upstreamModel)
+		if err != nil {
+			return err
+		}
+		r.built = append(r.built, builtBody{key: k, body: body, warnings: warnings})
+		b = &r.built[len(r.built)-1]
+	}
+	r.Protocol, r.Translator, r.Warnings = cand.Protocol, cand.Translator, b.warnings
+	r.body, r.bodyModel = b.body, upstreamModel
+	h := c.W.Header()
+	if cand.Translator != nil {
+		h.Set("X-Protocol-Translation", translate.HeaderValue(c.Protocol, cand.Protocol))
+	} else {
+		h.Del("X-Protocol-Translation")
+	}
+	if len(b.warnings) > 0 {
+		h.Set("X-Protocol-Warning", strings.Join(b.warnings, "; "))
+	} else {
+		h.Del("X-Protocol-Warning")
+	}
+	return nil
+}
+
+// buildBody builds the upstream body of one candidate.
+func buildBody(c *Call, cand Candidate, upstreamModel string) ([]byte, []string, error) {
+	if cand.Translator == nil {
+		out, err := c.Codec.Rewrite(c.Body, codec.RewriteOptions{
 			Model:       upstreamModel,
 			MaxTokens:   c.WireMax,
 			StreamUsage: c.Stream && c.Protocol == protocol.OpenAIChat,
 		})
-		if err == nil && c.Protocol == protocol.OpenAIResponses {
-			out, err = normalizeResponsesInput(out)
-			if err == nil {
-				var dropped []string
-				out, dropped, err = dropUnservedResponsesFields(out, c.Model, r.Channels[0])
-				if r.body == nil {
-					r.Warnings = dropped
-				}
-			}
+		if err != nil || c.Protocol != protocol.OpenAIResponses {
+			return out, nil, err
 		}
-	} else {
-		var warnings []string
-		out, warnings, err = r.Translator.Request(c.Body, translate.RequestOptions{
-			Model: upstreamModel, MaxTokens: c.WireMax, Stream: c.Stream, Reasoning: c.Model.Caps.Reasoning,
-		})
-		if err == nil && c.Stream && r.Protocol == protocol.OpenAIChat {
-			out, err = codec.For(protocol.OpenAIChat).Rewrite(out, codec.RewriteOptions{StreamUsage: true})
+		if out, err = normalizeResponsesInput(out); err != nil {
+			return nil, nil, err
 		}
-		if r.body == nil {
-			r.Warnings = warnings
-			// Betas are Anthropic's: no other upstream gets the header.
-			if r.Protocol != protocol.AnthropicMessages && c.Request.Header.Get("anthropic-beta") != "" {
-				r.Warnings = append([]string{"anthropic-beta"}, warnings...)
-			}
-		}
+		return dropUnservedResponsesFields(out, c.Model, cand.Channel)
 	}
+	out, warnings, err := cand.Translator.Request(c.Body, translate.RequestOptions{
+		Model: upstreamModel, MaxTokens: c.WireMax, Stream: c.Stream, Reasoning: c.Model.Caps.Reasoning,
+	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	r.body, r.bodyModel = out, upstreamModel
-	return nil
+	// Betas are Anthropic's: no other upstream gets the header.
+	if cand.Protocol != protocol.AnthropicMessages && c.Request.Header.Get("anthropic-beta") != "" {
+		warnings = append([]string{"anthropic-beta"}, warnings...)
+	}
+	return out, warnings, nil
 }
 
 // checkBuiltinTools applies the completions-style built-in tool rules: a
@@ -154,8 +223,8 @@ func checkBuiltinTools(c *Call, r *Route) error {
 			return apierr.Newf(apierr.ToolNotSupported, "the model '%s' does not support the built-in tool '%s'", c.ModelID, tool)
 		}
 		supported := false
-		for _, ch := range r.Channels {
-			if len(ch.Tools) == 0 || slices.Contains(ch.Tools, tool) {
+		for _, cand := range r.Candidates {
+			if ch := cand.Channel; len(ch.Tools) == 0 || slices.Contains(ch.Tools, tool) {
 				supported = true
 				break
 			}
@@ -172,16 +241,6 @@ func chatChannels(cfg *config.Config, modelID string) []*config.Channel {
 	var out []*config.Channel
 	for _, ch := range cfg.ChannelsFor(modelID) {
 		if len(ch.Families) == 0 || slices.Contains(ch.Families, "chat") {
-			out = append(out, ch)
-		}
-	}
-	return out
-}
-
-func speaking(chans []*config.Channel, p protocol.ID) []*config.Channel {
-	var out []*config.Channel
-	for _, ch := range chans {
-		if slices.Contains(ch.Protocols, string(p)) {
 			out = append(out, ch)
 		}
 	}

@@ -137,7 +137,8 @@ type Model struct {
 	Price            Price
 	DefaultMaxTokens int // hold size when max_tokens is omitted (capped at 32768)
 	MaxOutputTokens  int // on-wire ceiling when max_tokens is omitted; default DefaultMaxTokens
-	// TranslateFrom turns on reverse translation for these client protocols.
+	// TranslateFrom lets clients of these protocols reach the model through
+	// channels of another protocol (completions clients always may).
 	TranslateFrom []string
 	Timeout       time.Duration // total chat timeout; default 180s
 	// IdleTimeout is the longest wait between two stream events; 0 means

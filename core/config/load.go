@@ -227,7 +227,7 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 
 	// Models before channels: a channel may only list declared models.
-	reg := registry{ids: map[string]*Model{}, aliases: map[string]string{}, at: map[string]hcl.Range{}}
+	reg := registry{ids: map[string]*Model{}, aliases: map[string]string{}, at: map[string]hcl.Range{}, translateFrom: map[string]hcl.Range{}}
 	seen = map[string]hcl.Range{}
 	for _, b := range byType["model"] {
 		if !d.label(b, "model", seen) {
@@ -249,8 +249,14 @@ func (d *decoder) file(body hcl.Body) *Config {
 		} else {
 			cfg.Disabled = append(cfg.Disabled, ch.Name)
 			d.disabledVendors[ch.Vendor] = true
+			for _, m := range ch.Models {
+				// A model a disabled channel serves waits for it.
+				id, _, _ := strings.Cut(m, "=")
+				delete(reg.translateFrom, id)
+			}
 		}
 	}
+	d.checkTranslateFrom(cfg, reg.translateFrom)
 	return cfg
 }
 
@@ -424,6 +430,8 @@ type registry struct {
 	ids     map[string]*Model
 	aliases map[string]string    // alias -> model id
 	at      map[string]hcl.Range // id or alias -> where it was declared
+	// translateFrom is where each model's translate_from is written.
+	translateFrom map[string]hcl.Range
 }
 
 var modelSchema = &hcl.BodySchema{
@@ -468,6 +476,9 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 		d.errorf(a.Expr.Range(), where, "max_output_tokens (%d) is below default_max_tokens (%d); it is the ceiling, so it must be at least as high", m.MaxOutputTokens, m.DefaultMaxTokens)
 	}
 	m.TranslateFrom = d.protocols(c.Attributes["translate_from"], where, "translate_from")
+	if a := c.Attributes["translate_from"]; a != nil && len(m.TranslateFrom) > 0 {
+		reg.translateFrom[m.ID] = a.Expr.Range()
+	}
 	if a := c.Attributes["timeout"]; a != nil {
 		d.duration(a, where, &m.Timeout)
 		if m.Timeout == 0 {

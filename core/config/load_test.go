@@ -215,6 +215,11 @@ channel "pics" {
     reasoning = true
     vision    = true
   }
+}
+channel "c" {
+  vendor    = "sim"
+  protocols = ["anthropic_messages"]
+  models    = ["claude-x"]
 }`,
 			check: func(t *testing.T, c *Config) {
 				want := []Model{{
@@ -599,6 +604,11 @@ func TestParseErrors(t *testing.T) {
 			desc: "bad translate_from",
 			src:  "model \"m\" {\n  free           = true\n  translate_from = [\"anthropic\"]\n}",
 			want: `t.hcl:3,21-32: model "m": translate_from: unknown protocol "anthropic" (want one of openai_chat, anthropic_messages, openai_responses, gemini_native)`,
+		},
+		{
+			desc: "translate_from on a model no chat channel serves",
+			src:  "model \"m\" {\n  translate_from = [\"gemini_native\"]\n  free = true\n}\nchannel \"img\" {\n  vendor   = \"sim\"\n  families = [\"image\"]\n  models   = []\n}",
+			want: `t.hcl:2,20-37: model "m": translate_from: no chat channel serves this model, so nothing can be translated to it (list "m" in a chat channel's models)`,
 		},
 		{
 			desc: "default_max_tokens zero",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -200,18 +199,12 @@ func (s *Server) catalogEntry(m *config.Model) catalogEntry {
 	}
 }
 
-// surfaces lists the client protocols a model answers on.
+// surfaces lists the client protocols a model answers on, natively or
+// through translation.
 func (s *Server) surfaces(m *config.Model) []string {
 	out := []string{}
-	var speaks []string
-	for _, ch := range s.cfg.ChannelsFor(m.ID) {
-		speaks = append(speaks, ch.Protocols...)
-	}
 	for _, p := range protocol.All {
-		native := slices.Contains(speaks, string(p))
-		viaChat := p == protocol.OpenAIChat && (slices.Contains(speaks, string(protocol.AnthropicMessages)) || slices.Contains(speaks, string(protocol.GeminiNative)))
-		reverse := slices.Contains(m.TranslateFrom, string(p)) && slices.Contains(speaks, string(protocol.OpenAIChat))
-		if native || viaChat || reverse {
+		if pipeline.Reachable(s.cfg, m, p) {
 			out = append(out, string(p))
 		}
 	}

@@ -17,30 +17,39 @@ const (
 	benchGeminiBody    = `{"contents":[{"role":"user","parts":[{"text":"What is the weather in Paris?"}]},{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}}}]},{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"content":"sunny, 21C"}}}]}],"systemInstruction":{"parts":[{"text":"You are a helpful assistant."}]},"tools":[{"functionDeclarations":[{"name":"get_weather","description":"Get the weather","parameters":{"type":"OBJECT","properties":{"city":{"type":"STRING"}},"required":["city"]}}]}],"generationConfig":{"maxOutputTokens":512,"temperature":0.7}}`
 )
 
+// sides are what the fuzz seeds and benchmarks use of each protocol: a
+// client body, an upstream stream of n events and recorded upstream
+// answers (testdata).
+var sides = map[protocol.ID]struct {
+	name    string
+	body    string
+	stream  func(n int) []protocol.Event
+	answer  string // a non-streaming answer
+	fixture string // a recorded stream
+}{
+	protocol.OpenAIChat:        {"Chat", benchChatBody, chatEvents, "chat_completion.json", "chat_stream.sse"},
+	protocol.AnthropicMessages: {"Messages", benchMessagesBody, anthropicEvents, "anthropic_message.json", "anthropic_stream.sse"},
+	protocol.OpenAIResponses:   {"Responses", benchResponsesBody, responsesEvents, "responses_response.json", "responses_stream.sse"},
+	protocol.GeminiNative:      {"Gemini", benchGeminiBody, geminiEvents, "gemini_response.json", "gemini_stream.sse"},
+}
+
 type pairCase struct {
 	name     string
 	from, to protocol.ID
-	body     string
-	stream   func(n int) []protocol.Event // an upstream stream of n events
-	fixture  string
 }
 
-var pairs = []pairCase{
-	{"ChatToMessages", protocol.OpenAIChat, protocol.AnthropicMessages, benchChatBody, anthropicEvents, "anthropic_stream.sse"},
-	{"ChatToGemini", protocol.OpenAIChat, protocol.GeminiNative, benchChatBody, geminiEvents, "gemini_stream.sse"},
-	{"MessagesToChat", protocol.AnthropicMessages, protocol.OpenAIChat, benchMessagesBody, chatEvents, "chat_stream.sse"},
-	{"ResponsesToChat", protocol.OpenAIResponses, protocol.OpenAIChat, benchResponsesBody, chatEvents, "chat_stream.sse"},
-	{"GeminiToChat", protocol.GeminiNative, protocol.OpenAIChat, benchGeminiBody, chatEvents, "chat_stream.sse"},
-}
-
-func pairByName(name string) pairCase {
-	for _, p := range pairs {
-		if p.name == name {
-			return p
+// pairs are the twelve pairs, named ClientToUpstream.
+var pairs = func() []pairCase {
+	var out []pairCase
+	for _, from := range protocol.All {
+		for _, to := range protocol.All {
+			if from != to {
+				out = append(out, pairCase{sides[from].name + "To" + sides[to].name, from, to})
+			}
 		}
 	}
-	panic("no pair " + name)
-}
+	return out
+}()
 
 // anthropicEvents is a messages stream of n events: start, one text block
 // of n-5 deltas, message_delta, message_stop.
@@ -83,104 +92,128 @@ func chatEvents(n int) []protocol.Event {
 	)
 }
 
-func fuzzRequest(f *testing.F, name string) {
-	p := pairByName(name)
-	tr := mustLookup(f, p.from, p.to)
-	for _, s := range []string{p.body, `{}`, `{"messages":[{"role":"user","content":[]}]}`, `{"contents":[{"parts":[{"functionResponse":{"name":"f"}}]}]}`, `{"input":[{"type":"function_call"}]}`, `[]`, `{"tools":[{"type":"function","function":{"parameters":{"properties":{"a":{"type":["null"]}}}}}]}`} {
-		f.Add([]byte(s), int64(0), false)
+// responsesEvents is a responses stream of n events: created,
+// in_progress, the message item opened, text deltas, the item closed,
+// completed.
+func responsesEvents(n int) []protocol.Event {
+	seq := 0
+	ev := func(typ, body string) protocol.Event {
+		e := protocol.Event{Name: typ, Data: fmt.Appendf(nil, `{"type":%q,"sequence_number":%d,%s}`, typ, seq, body)}
+		seq++
+		return e
 	}
-	f.Fuzz(func(t *testing.T, body []byte, maxTokens int64, stream bool) {
-		out, warns, err := tr.Request(body, RequestOptions{Model: "m", MaxTokens: maxTokens, Stream: stream})
-		if err != nil {
-			return
-		}
-		if !json.Valid(out) {
-			t.Fatalf("invalid output for %s:\n%s", body, out)
-		}
-		seen := map[string]bool{}
-		for _, w := range warns {
-			if seen[w] {
-				t.Fatalf("duplicate warning %q", w)
-			}
-			seen[w] = true
-		}
-	})
+	resp := `"response":{"id":"resp_1","object":"response","created_at":1754000000,"status":"in_progress","model":"gpt-5","output":[],"usage":null}`
+	evs := []protocol.Event{
+		ev("response.created", resp),
+		ev("response.in_progress", resp),
+		ev("response.output_item.added", `"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`),
+		ev("response.content_part.added", `"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}`),
+	}
+	for i := 0; len(evs) < n-4; i++ {
+		evs = append(evs, ev("response.output_text.delta", fmt.Sprintf(`"item_id":"msg_1","output_index":0,"content_index":0,"delta":"word %d, ","logprobs":[]`, i)))
+	}
+	return append(evs,
+		ev("response.output_text.done", `"item_id":"msg_1","output_index":0,"content_index":0,"text":"...","logprobs":[]`),
+		ev("response.content_part.done", `"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"...","annotations":[]}`),
+		ev("response.output_item.done", `"output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[]}`),
+		ev("response.completed", `"response":{"id":"resp_1","object":"response","created_at":1754000000,"status":"completed","model":"gpt-5","output":[],"usage":{"input_tokens":25,"input_tokens_details":{"cached_tokens":0},"output_tokens":40,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":65}}`),
+	)
 }
 
-func fuzzStream(f *testing.F, name string) {
-	p := pairByName(name)
-	tr := mustLookup(f, p.from, p.to)
+// fuzzPair fuzzes one pair's three paths: the request (mode 0), the
+// non-streaming answer (mode 1) and the stream, one upstream event a line
+// (mode 2). Nothing may panic; what comes out without an error is JSON and
+// the warnings name each field once.
+func fuzzPair(f *testing.F, from, to protocol.ID) {
+	tr := mustLookup(f, from, to)
+	for _, s := range []string{sides[from].body, `{}`, `{"messages":[{"role":"user","content":[]}]}`, `{"contents":[{"parts":[{"functionResponse":{"name":"f"}}]}]}`, `{"input":[{"type":"function_call"}]}`, `[]`, `{"tools":[{"type":"function","function":{"parameters":{"properties":{"a":{"type":["null"]}}}}}]}`} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Add(readFixture(f, sides[to].answer), uint8(1))
+	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{}}]}}],"content":[{"type":"tool_use"}],"candidates":[{"content":{"parts":[{"functionCall":{}}]}}],"output":[{"type":"function_call"}],"status":"failed"}`), uint8(1))
 	var seed bytes.Buffer
-	for _, ev := range loadEvents(f, p.fixture) {
+	for _, ev := range loadEvents(f, sides[to].fixture) {
 		seed.Write(ev.Data)
 		seed.WriteByte('\n')
 	}
-	f.Add(seed.Bytes())
-	f.Add([]byte("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":5}]}}]}\n{\"type\":\"content_block_delta\",\"index\":9}\n[DONE]"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s := tr.NewStream(testResp)
-		emit := func(ev protocol.Event) error {
-			if !isDone(ev.Data) && !json.Valid(ev.Data) {
-				t.Fatalf("emitted invalid JSON: %s", ev.Data)
-			}
-			return nil
-		}
-		for _, line := range bytes.Split(data, []byte{'\n'}) {
-			var u struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(line, &u)
-			if err := s.Event(protocol.Event{Name: u.Type, Data: line}, emit); err != nil {
+	f.Add(seed.Bytes(), uint8(2))
+	f.Add([]byte("{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":5}]}}]}\n{\"type\":\"content_block_delta\",\"index\":9}\n{\"type\":\"response.function_call_arguments.delta\",\"output_index\":3}\n{\"error\":{\"code\":500}}\n[DONE]"), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		switch mode % 3 {
+		case 0:
+			out, warns, err := tr.Request(data, RequestOptions{Model: "m", MaxTokens: int64(mode), Stream: mode&4 != 0, Reasoning: mode&8 != 0})
+			if err != nil {
 				return
 			}
-		}
-		if err := s.End(emit); err != nil {
-			t.Fatal(err)
+			if !json.Valid(out) {
+				t.Fatalf("invalid output for %s:\n%s", data, out)
+			}
+			seen := map[string]bool{}
+			for _, w := range warns {
+				if seen[w] {
+					t.Fatalf("duplicate warning %q", w)
+				}
+				seen[w] = true
+			}
+		case 1:
+			out, err := tr.Response(data, testResp)
+			if err == nil && !json.Valid(out) {
+				t.Fatalf("invalid output for %s:\n%s", data, out)
+			}
+		default:
+			s := tr.NewStream(testResp)
+			emit := func(ev protocol.Event) error {
+				if !isDone(ev.Data) && !json.Valid(ev.Data) {
+					t.Fatalf("emitted invalid JSON: %s", ev.Data)
+				}
+				return nil
+			}
+			for _, line := range bytes.Split(data, []byte{'\n'}) {
+				var u struct {
+					Type string `json:"type"`
+				}
+				_ = json.Unmarshal(line, &u)
+				if err := s.Event(protocol.Event{Name: u.Type, Data: line}, emit); err != nil {
+					return
+				}
+			}
+			if err := s.End(emit); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
 
-// FuzzResponse feeds every pair's non-streaming answer translator (the
-// pair chosen by the second argument) with upstream bodies: it must not
-// panic, and what it returns without an error must be JSON.
-func FuzzResponse(f *testing.F) {
-	fixture := map[protocol.ID]string{
-		protocol.AnthropicMessages: "anthropic_message.json",
-		protocol.GeminiNative:      "gemini_response.json",
-		protocol.OpenAIChat:        "chat_completion.json",
-	}
-	trs := make([]Translator, len(pairs))
-	for i, p := range pairs {
-		trs[i] = mustLookup(f, p.from, p.to)
-		f.Add(readFixture(f, fixture[p.to]), uint8(i))
-		f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{}}]}}],"content":[{"type":"tool_use"}],"candidates":[{"content":{"parts":[{"functionCall":{}}]}}]}`), uint8(i))
-	}
-	f.Fuzz(func(t *testing.T, body []byte, pair uint8) {
-		tr := trs[int(pair)%len(trs)]
-		out, err := tr.Response(body, testResp)
-		if err == nil && !json.Valid(out) {
-			t.Fatalf("%s -> %s: invalid output for %s:\n%s", tr.From(), tr.To(), body, out)
-		}
-	})
+func FuzzChatToMessages(f *testing.F)  { fuzzPair(f, protocol.OpenAIChat, protocol.AnthropicMessages) }
+func FuzzChatToResponses(f *testing.F) { fuzzPair(f, protocol.OpenAIChat, protocol.OpenAIResponses) }
+func FuzzChatToGemini(f *testing.F)    { fuzzPair(f, protocol.OpenAIChat, protocol.GeminiNative) }
+func FuzzMessagesToChat(f *testing.F)  { fuzzPair(f, protocol.AnthropicMessages, protocol.OpenAIChat) }
+func FuzzMessagesToResponses(f *testing.F) {
+	fuzzPair(f, protocol.AnthropicMessages, protocol.OpenAIResponses)
 }
-
-func FuzzRequestChatToMessages(f *testing.F)  { fuzzRequest(f, "ChatToMessages") }
-func FuzzRequestChatToGemini(f *testing.F)    { fuzzRequest(f, "ChatToGemini") }
-func FuzzRequestMessagesToChat(f *testing.F)  { fuzzRequest(f, "MessagesToChat") }
-func FuzzRequestResponsesToChat(f *testing.F) { fuzzRequest(f, "ResponsesToChat") }
-func FuzzRequestGeminiToChat(f *testing.F)    { fuzzRequest(f, "GeminiToChat") }
-
-func FuzzStreamChatToMessages(f *testing.F)  { fuzzStream(f, "ChatToMessages") }
-func FuzzStreamChatToGemini(f *testing.F)    { fuzzStream(f, "ChatToGemini") }
-func FuzzStreamMessagesToChat(f *testing.F)  { fuzzStream(f, "MessagesToChat") }
-func FuzzStreamResponsesToChat(f *testing.F) { fuzzStream(f, "ResponsesToChat") }
-func FuzzStreamGeminiToChat(f *testing.F)    { fuzzStream(f, "GeminiToChat") }
+func FuzzMessagesToGemini(f *testing.F) {
+	fuzzPair(f, protocol.AnthropicMessages, protocol.GeminiNative)
+}
+func FuzzResponsesToChat(f *testing.F) { fuzzPair(f, protocol.OpenAIResponses, protocol.OpenAIChat) }
+func FuzzResponsesToMessages(f *testing.F) {
+	fuzzPair(f, protocol.OpenAIResponses, protocol.AnthropicMessages)
+}
+func FuzzResponsesToGemini(f *testing.F) {
+	fuzzPair(f, protocol.OpenAIResponses, protocol.GeminiNative)
+}
+func FuzzGeminiToChat(f *testing.F) { fuzzPair(f, protocol.GeminiNative, protocol.OpenAIChat) }
+func FuzzGeminiToMessages(f *testing.F) {
+	fuzzPair(f, protocol.GeminiNative, protocol.AnthropicMessages)
+}
+func FuzzGeminiToResponses(f *testing.F) {
+	fuzzPair(f, protocol.GeminiNative, protocol.OpenAIResponses)
+}
 
 func BenchmarkRequest(b *testing.B) {
 	for _, p := range pairs {
 		b.Run(p.name, func(b *testing.B) {
 			tr := mustLookup(b, p.from, p.to)
-			body := []byte(p.body)
+			body := []byte(sides[p.from].body)
 			opts := RequestOptions{Model: "up", MaxTokens: 1024, Stream: true}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
@@ -198,7 +231,7 @@ func BenchmarkStream(b *testing.B) {
 	for _, p := range pairs {
 		b.Run(p.name, func(b *testing.B) {
 			tr := mustLookup(b, p.from, p.to)
-			evs := p.stream(20)
+			evs := sides[p.to].stream(20)
 			if len(evs) != 20 {
 				b.Fatalf("%d events", len(evs))
 			}
@@ -224,11 +257,11 @@ func TestBenchStreamsTranslate(t *testing.T) {
 	for _, p := range pairs {
 		t.Run(p.name, func(t *testing.T) {
 			tr := mustLookup(t, p.from, p.to)
-			out := runStream(t, tr, p.stream(20), testResp)
-			if len(out) < 15 {
+			out := runStream(t, tr, sides[p.to].stream(20), testResp)
+			if len(out) < 12 { // every text delta makes a client event
 				t.Errorf("%d client events from 20 upstream events", len(out))
 			}
-			if _, _, err := tr.Request([]byte(p.body), RequestOptions{Model: "up"}); err != nil {
+			if _, _, err := tr.Request([]byte(sides[p.from].body), RequestOptions{Model: "up"}); err != nil {
 				t.Error(err)
 			}
 		})

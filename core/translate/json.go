@@ -211,3 +211,16 @@ func unescape(raw string) string {
 	}
 	return gjson.Parse(`"` + raw + `"`).Str
 }
+
+// eachField calls fn with each top-level field of a client body that is
+// present and not null, in order, until fn fails.
+func eachField(root gjson.Result, fn func(k, v gjson.Result) error) error {
+	var err error
+	root.ForEach(func(k, v gjson.Result) bool {
+		if present(v) {
+			err = fn(k, v)
+		}
+		return err == nil
+	})
+	return err
+}

@@ -39,7 +39,7 @@ func TestChatToGeminiRequest(t *testing.T) {
 		desc: "tool calls and results matched by id to the call's name",
 		body: `{"messages":[{"role":"user","content":"weather?"},{"role":"assistant","content":"Checking.","tool_calls":[{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_0","content":"sunny"},{"role":"tool","tool_call_id":"zzz","name":"other","content":"{\"ok\":true}"}]}`,
 		want: map[string]string{
-			"contents.1": `{"role":"model","parts":[{"text":"Checking."},{"functionCall":{"name":"get_weather","args":{"city":"Paris"}}}]}`,
+			"contents.1": `{"role":"model","parts":[{"text":"Checking."},{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"skip_thought_signature_validator"}]}`,
 			"contents.2": `{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"content":"sunny"}}},{"functionResponse":{"name":"other","response":{"ok":true}}}]}`,
 		},
 	}, {

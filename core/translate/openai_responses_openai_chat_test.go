@@ -25,7 +25,7 @@ func TestResponsesToChatRequest(t *testing.T) {
 			"top_p":               `0.9`,
 			"frequency_penalty":   `0.1`,
 			"presence_penalty":    `0.2`,
-			"parallel_tool_calls": `false`,
+			"parallel_tool_calls": `<absent>`, // only with tools, which completions requires
 			"user":                `"u"`,
 			"stream":              `true`,
 			"stream_options":      `{"include_usage":true}`,
@@ -53,8 +53,8 @@ func TestResponsesToChatRequest(t *testing.T) {
 		warn: []string{"tools.web_search", "tools.namespace"},
 	}, {
 		desc: "string tool_choice and json_object",
-		body: `{"input":"x","tool_choice":"required","text":{"format":{"type":"json_object"}}}`,
-		want: map[string]string{"tool_choice": `"required"`, "response_format": `{"type":"json_object"}`},
+		body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":"required","parallel_tool_calls":false,"text":{"format":{"type":"json_object"}}}`,
+		want: map[string]string{"tool_choice": `"required"`, "parallel_tool_calls": `false`, "response_format": `{"type":"json_object"}`},
 	}, {
 		desc: "dropped fields in request order",
 		body: `{"model":"m","reasoning":{"effort":"high"},"input":[{"type":"reasoning","id":"rs_1","summary":[]},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"a"}]}],"include":["reasoning.encrypted_content"],"store":false,"prompt_cache_key":"k","text":{"format":{"type":"text"},"verbosity":"low"},"tool_choice":{"type":"web_search_preview"},"metadata":{"a":"b"}}`,
@@ -69,7 +69,7 @@ func TestResponsesToChatRequest(t *testing.T) {
 	}, {
 		desc: "input_file with data",
 		body: `{"input":[{"role":"user","content":[{"type":"input_file","filename":"a.pdf","file_data":"data:application/pdf;base64,JVB"}]}]}`,
-		want: map[string]string{"messages.0.content": `[{"type":"file","file":{"file_data":"data:application/pdf;base64,JVB","filename":"a.pdf"}}]`},
+		want: map[string]string{"messages.0.content": `[{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVB"}}]`},
 	}, {
 		desc: "input_image by file id cannot be sent",
 		body: `{"input":[{"role":"user","content":[{"type":"input_image","file_id":"file-1"}]}]}`,

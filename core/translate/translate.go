@@ -3,6 +3,8 @@ package translate
 import (
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -48,7 +50,9 @@ type Translator interface {
 	NewStream(opts ResponseOptions) Stream
 }
 
-// Stream converts one upstream event stream. It is not safe for concurrent use.
+// Stream converts one upstream event stream. It is not safe for concurrent
+// use. The events it emits are only valid during the emit call: their
+// data lives in a buffer the stream reuses, so emit must copy what it keeps.
 type Stream interface {
 	// Event converts one upstream event, emitting zero or more client events
 	// at once; text is never held back.
@@ -59,26 +63,136 @@ type Stream interface {
 	End(emit func(protocol.Event) error) error
 }
 
-// Lookup returns the translator from a client protocol to an upstream
-// protocol, if the gateway has one.
-func Lookup(from, to protocol.ID) (Translator, bool) {
-	switch {
-	case from == protocol.OpenAIChat && to == protocol.AnthropicMessages:
-		return chatToMessages{}, true
-	case from == protocol.OpenAIChat && to == protocol.GeminiNative:
-		return chatToGemini{}, true
-	case from == protocol.AnthropicMessages && to == protocol.OpenAIChat:
-		return messagesToChat{}, true
-	case from == protocol.OpenAIResponses && to == protocol.OpenAIChat:
-		return responsesToChat{}, true
-	case from == protocol.GeminiNative && to == protocol.OpenAIChat:
-		return geminiToChat{}, true
+// side is one protocol's half of every pair it is part of.
+type side struct {
+	id protocol.ID
+	// decode reads a client body into the intermediate form, warning about
+	// and refusing what target t cannot carry.
+	decode func(root gjson.Result, t target, w *warnings) (*conv, error)
+	// encode writes the intermediate form as an upstream body.
+	encode func(c *conv, opts RequestOptions, sizeHint int) ([]byte, error)
+	// read parses a complete upstream answer.
+	read func(body []byte) (*answer, error)
+	// write renders an answer for the client.
+	write func(a *answer, o ResponseOptions, sizeHint int) []byte
+	// newReader parses an upstream stream; newWriter writes a client one.
+	newReader func() reader
+	newWriter func(o ResponseOptions) sink
+}
+
+func sideOf(p protocol.ID) *side {
+	switch p {
+	case protocol.OpenAIChat:
+		return &chatSide
+	case protocol.AnthropicMessages:
+		return &messagesSide
+	case protocol.OpenAIResponses:
+		return &responsesSide
+	case protocol.GeminiNative:
+		return &geminiSide
 	}
-	return nil, false
+	return nil
+}
+
+// pair is the translator of a client side and an upstream side.
+type pair struct {
+	from, to *side
+}
+
+func (p *pair) From() protocol.ID { return p.from.id }
+func (p *pair) To() protocol.ID   { return p.to.id }
+
+func (p *pair) Request(body []byte, opts RequestOptions) ([]byte, []string, error) {
+	root, err := parseBody(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	var w warnings
+	c, err := p.from.decode(root, target{p: p.to.id, reasoning: opts.Reasoning}, &w)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !c.hasTurns() {
+		return nil, nil, invalid("the conversation has no user or assistant message to send")
+	}
+	out, err := p.to.encode(c, opts, len(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, w, nil
+}
+
+func (p *pair) Response(body []byte, o ResponseOptions) ([]byte, error) {
+	a, err := p.to.read(body)
+	if err != nil {
+		return nil, err
+	}
+	return p.from.write(a, o, len(body)), nil
+}
+
+func (p *pair) NewStream(o ResponseOptions) Stream {
+	return &pairStream{r: p.to.newReader(), w: p.from.newWriter(o)}
+}
+
+// pairStream feeds an upstream reader into a client writer, event by event.
+type pairStream struct {
+	r reader
+	w sink
+}
+
+func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) error {
+	s.w.setEmit(emit)
+	return s.r.event(ev, s.w)
+}
+
+func (s *pairStream) End(emit func(protocol.Event) error) error {
+	s.w.setEmit(emit)
+	return s.w.end()
+}
+
+// matrix holds the twelve pairs, indexed by protocol.All positions.
+var matrix = func() (m [4][4]*pair) {
+	for i, from := range protocol.All {
+		for j, to := range protocol.All {
+			if i != j {
+				m[i][j] = &pair{from: sideOf(from), to: sideOf(to)}
+			}
+		}
+	}
+	return m
+}()
+
+func indexOf(p protocol.ID) int {
+	for i, q := range protocol.All {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// Lookup returns the translator from a client protocol to an upstream
+// protocol: every pair of two different protocols has one.
+func Lookup(from, to protocol.ID) (Translator, bool) {
+	i, j := indexOf(from), indexOf(to)
+	if i < 0 || j < 0 || i == j {
+		return nil, false
+	}
+	return matrix[i][j], true
 }
 
 // HeaderValue is the X-Protocol-Translation value of a pair, for example
 // "openai_chat_to_anthropic_messages".
 func HeaderValue(from, to protocol.ID) string {
 	return string(from) + "_to_" + string(to)
+}
+
+// hasTurns reports whether the conversation has a user or assistant message.
+func (c *conv) hasTurns() bool {
+	for i := range c.msgs {
+		if c.msgs[i].role != roleSystem && len(c.msgs[i].parts) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -149,6 +149,12 @@ ${chan('openai', 'openai', ['openai_chat', 'openai_responses'], ['gpt-5-codex', 
 # through reverse translation.
 ${chan('openai-chat-only', 'openai', ['openai_chat'], ['claude-haiku-4-5-20251001', 'claude-opus-4-8', 'gpt-5.1-codex'])}
 ${chan('gemini', 'gemini', ['gemini_native'], ['gemini-2.5-flash'])}
+# One channel per protocol that serves only models every client reaches by
+# translation (translate_from lists all three others): the whole matrix.
+${chan('only-messages', 'anthropic', ['anthropic_messages'], ['m-messages', 'gpt-5.1-codex-max'])}
+${chan('only-responses', 'openai', ['openai_responses'], ['m-responses', 'claude-sonnet-4-5-20250929'])}
+${chan('only-gemini', 'gemini', ['gemini_native'], ['m-gemini', 'claude-haiku-4-5', 'gpt-5-codex-mini'])}
+${chan('only-chat', 'openai', ['openai_chat'], ['m-chat'])}
 ${model('claude-sonnet-4-5', 'anthropic', '  caps {\n    reasoning = true\n  }\n')}
 ${model('claude-sonnet-5', 'anthropic', '  caps {\n    reasoning = true\n  }\n')}
 ${model('claude-haiku-4-5-20251001', 'openai', '  translate_from     = ["anthropic_messages"]\n  caps {\n    reasoning = true\n  }\n')}
@@ -156,7 +162,9 @@ ${model('claude-opus-4-8', 'openai', '  translate_from     = ["anthropic_message
 ${model('gpt-5-codex', 'openai', '  caps {\n    reasoning = true\n  }\n')}
 ${model('gpt-5.1-codex', 'openai', '  translate_from     = ["openai_responses"]\n  caps {\n    reasoning = true\n  }\n')}
 ${model('gpt-4o-mini', 'openai', '  translate_from     = ["gemini_native"]\n')}
-${model('gemini-2.5-flash', 'google')}`;
+${model('gemini-2.5-flash', 'google')}
+${['m-messages', 'gpt-5.1-codex-max', 'm-responses', 'claude-sonnet-4-5-20250929', 'm-gemini', 'claude-haiku-4-5', 'gpt-5-codex-mini', 'm-chat']
+    .map((id) => model(id, 'matrix', '  translate_from     = ["anthropic_messages", "openai_responses", "gemini_native"]\n  caps {\n    reasoning = true\n  }\n')).join('\n')}`;
 }
 
 // targets: which model each client uses on each gateway, by route.
@@ -177,20 +185,49 @@ const targets = [
   {
     name: 'vendor',
     start: async () => startGateway('vendor', vendorConfig(await startUpstream())),
-    claude: [{ route: 'native', model: 'claude-sonnet-4-5' }, { route: 'translated', model: 'claude-haiku-4-5-20251001' }, { route: 'translated-opus', model: 'claude-opus-4-8' }],
-    codex: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }],
-    // Completions clients are translated by default: to messages on the
-    // anthropic channel's model, to generate-content on the gemini one's.
+    // Claude Code on a completions, a responses and a generate-content
+    // upstream; Codex on a completions, a messages and a generate-content one.
+    claude: [
+      { route: 'native', model: 'claude-sonnet-4-5' },
+      { route: 'translated', model: 'claude-haiku-4-5-20251001' },
+      { route: 'translated-opus', model: 'claude-opus-4-8' },
+      { route: 'translated-responses', model: 'claude-sonnet-4-5-20250929' },
+      { route: 'translated-generate-content', model: 'claude-haiku-4-5' },
+    ],
+    codex: [
+      { route: 'native', model: 'gpt-5-codex' },
+      { route: 'translated', model: 'gpt-5.1-codex' },
+      { route: 'translated-messages', model: 'gpt-5.1-codex-max' },
+      { route: 'translated-generate-content', model: 'gpt-5-codex-mini' },
+    ],
+    // The JS SDKs across the matrix: each client protocol on a model of
+    // each other protocol (completions clients are translated by default).
     openai: {
       chat: [
         { route: 'native', model: 'gpt-4o-mini' },
         { route: 'translated-messages', model: 'claude-sonnet-4-5', via: 'openai_chat_to_anthropic_messages' },
         { route: 'translated-generate-content', model: 'gemini-2.5-flash', via: 'openai_chat_to_gemini_native' },
+        { route: 'translated-responses', model: 'm-responses', via: 'openai_chat_to_openai_responses' },
       ],
-      responses: [{ route: 'native', model: 'gpt-5-codex' }, { route: 'translated', model: 'gpt-5.1-codex' }],
+      responses: [
+        { route: 'native', model: 'gpt-5-codex' },
+        { route: 'translated', model: 'gpt-5.1-codex', via: 'openai_responses_to_openai_chat' },
+        { route: 'translated-messages', model: 'm-messages', via: 'openai_responses_to_anthropic_messages' },
+        { route: 'translated-generate-content', model: 'm-gemini', via: 'openai_responses_to_gemini_native' },
+      ],
     },
-    anthropic: [{ route: 'native', model: 'claude-sonnet-5' }, { route: 'translated', model: 'claude-haiku-4-5-20251001' }],
-    gemini: [{ route: 'native', model: 'gemini-2.5-flash' }, { route: 'translated', model: 'gpt-4o-mini', via: 'gemini_native_to_openai_chat' }],
+    anthropic: [
+      { route: 'native', model: 'claude-sonnet-5' },
+      { route: 'translated', model: 'claude-haiku-4-5-20251001', via: 'anthropic_messages_to_openai_chat' },
+      { route: 'translated-responses', model: 'm-responses', via: 'anthropic_messages_to_openai_responses' },
+      { route: 'translated-generate-content', model: 'm-gemini', via: 'anthropic_messages_to_gemini_native' },
+    ],
+    gemini: [
+      { route: 'native', model: 'gemini-2.5-flash' },
+      { route: 'translated', model: 'gpt-4o-mini', via: 'gemini_native_to_openai_chat' },
+      { route: 'translated-messages', model: 'm-messages', via: 'gemini_native_to_anthropic_messages' },
+      { route: 'translated-responses', model: 'm-responses', via: 'gemini_native_to_openai_responses' },
+    ],
   },
 ];
 

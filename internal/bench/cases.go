@@ -26,6 +26,8 @@ var (
 	completionsBody = []byte(`{"model":"` + Model + `","max_tokens":64,"messages":[{"role":"user","content":"Reply in a few words. [sim:words=16]"}]}`)
 	streamBody      = []byte(`{"model":"` + Model + `","max_tokens":256,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Count slowly. [sim:chunks=20]"}]}`)
 	messagesBody    = []byte(`{"model":"` + Model + `","max_tokens":64,"messages":[{"role":"user","content":"Reply in a few words. [sim:words=16]"}]}`)
+	// messagesStreamBody is stream-20 as a messages-style client sends it.
+	messagesStreamBody = []byte(`{"model":"` + Model + `","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Count slowly. [sim:chunks=20]"}]}`)
 )
 
 // Cases are the workloads of a run: upstream is the simulator's root URL,
@@ -57,6 +59,15 @@ func Cases(upstream, gateway, upstreamKey, key string) []Case {
 			DirectMeans: "the completions upstream call itself (the direct call of the completions case): no messages-style upstream is involved",
 			Direct:      completions,
 			Gateway:     Request{URL: gateway + "/v1/messages", Header: viaGWMessages, Body: messagesBody, Expect: []byte(`"message"`)},
+			Translation: "anthropic_messages_to_openai_chat",
+		},
+		{
+			Name:        "messages-stream-translated",
+			Title:       "messages-style client, streaming 20 content chunks, translated event by event from the completions upstream",
+			DirectMeans: "the completions upstream stream itself (the direct call of the stream-20 case): no messages-style upstream is involved",
+			Streaming:   true,
+			Direct:      Request{URL: upstream + "/v1/chat/completions", Header: direct, Body: streamBody, Stream: true, Expect: []byte("[DONE]")},
+			Gateway:     Request{URL: gateway + "/v1/messages", Header: viaGWMessages, Body: messagesStreamBody, Stream: true, Expect: []byte("message_stop")},
 			Translation: "anthropic_messages_to_openai_chat",
 		},
 	}

@@ -70,7 +70,7 @@ func TestCases(t *testing.T) {
 			}
 		})
 	}
-	for _, want := range []string{"completions", "stream-20", "messages-translated"} {
+	for _, want := range []string{"completions", "stream-20", "messages-translated", "messages-stream-translated"} {
 		if !names[want] {
 			t.Errorf("case %s missing", want)
 		}

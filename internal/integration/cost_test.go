@@ -82,6 +82,11 @@ var testPrices = func() map[string]price {
 		// discovery_test.go, ratelimit_account_test.go
 		"chat-only":  per("1", "2", "", ""),
 		"limit-chat": per("1", "2", "", ""),
+		// translation_matrix_test.go: the matrix models (matrixPrice).
+		"m-chat":      per("1.234567", "9.876543", "0.123457", ""),
+		"m-responses": per("1.234567", "9.876543", "0.123457", ""),
+		"m-messages":  per("1.234567", "9.876543", "0.123457", ""),
+		"m-gemini":    per("1.234567", "9.876543", "0.123457", ""),
 		// cachedConfig (below): every price part distinct.
 		"cache-claude": per("2", "8", "0.2", "2.5"),
 		"cache-gpt":    per("2", "8", "0.5", ""),
@@ -90,7 +95,9 @@ var testPrices = func() map[string]price {
 	for _, id := range []string{"solo", "gone", "disc", "solo-claude", "solo-gemini", "gone-claude", "gone-gemini",
 		"slowpoke", "slowpoke-claude", "slowpoke-gemini", "fo-500", "fo-closed", "fo-429", "all-429", "all-500",
 		"brk", "mixed", "idem-chat", "leaky", "pc-big", "pc-small", "bt", "bt-gone", "bt-claude", "bt-slow",
-		"lk", "lk-claude", "lk-gemini"} {
+		"lk", "lk-claude", "lk-gemini",
+		// translation_matrix_test.go: routing and model names.
+		"mix", "prio", "failover", "my-gpt", "my-claude", "my-gemini"} {
 		m[id] = per("1", "2", "", "")
 	}
 	// agentsConfig and its extras: 3 and 15.

@@ -28,6 +28,13 @@ type turn struct {
 	toolArgs string // a JSON object
 	finish   string // the protocol's own stop reason or status
 	header   http.Header
+	usage    sdkUsage
+}
+
+// sdkUsage is the usage an SDK decoded, in the gateway's terms: input
+// counts cached tokens, output counts reasoning tokens.
+type sdkUsage struct {
+	input, output, cached int64
 }
 
 // sdkClient drives one official SDK through a conversation: a prompt (the
@@ -110,6 +117,7 @@ func (s *chatSDK) send(ctx context.Context, stream bool) (turn, error) {
 	var hr *http.Response
 	var msg openai.ChatCompletionMessage
 	var finish string
+	var u openai.CompletionUsage
 	if stream {
 		s.params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 		st := s.c.Chat.Completions.NewStreaming(ctx, s.params, option.WithResponseInto(&hr))
@@ -127,6 +135,7 @@ func (s *chatSDK) send(ctx context.Context, stream bool) (turn, error) {
 			return turn{}, errors.New("the stream had no usage chunk although include_usage was asked")
 		}
 		msg, finish = acc.Choices[0].Message, acc.Choices[0].FinishReason
+		u = acc.Usage
 	} else {
 		resp, err := s.c.Chat.Completions.New(ctx, s.params, option.WithResponseInto(&hr))
 		if err != nil {
@@ -136,9 +145,11 @@ func (s *chatSDK) send(ctx context.Context, stream bool) (turn, error) {
 			return turn{}, errors.New("an answer without choices or usage")
 		}
 		msg, finish = resp.Choices[0].Message, resp.Choices[0].FinishReason
+		u = resp.Usage
 	}
 	s.last = msg
-	tr := turn{text: msg.Content, finish: finish, header: hr.Header}
+	tr := turn{text: msg.Content, finish: finish, header: hr.Header,
+		usage: sdkUsage{u.PromptTokens, u.CompletionTokens, u.PromptTokensDetails.CachedTokens}}
 	if len(msg.ToolCalls) > 0 {
 		tc := msg.ToolCalls[0]
 		tr.toolName, tr.toolID, tr.toolArgs = tc.Function.Name, tc.ID, tc.Function.Arguments
@@ -225,7 +236,8 @@ func (s *responsesSDK) send(ctx context.Context, stream bool) (turn, error) {
 	if resp.Usage.TotalTokens == 0 {
 		return turn{}, errors.New("an answer without usage")
 	}
-	tr := turn{text: resp.OutputText(), finish: string(resp.Status), header: hr.Header}
+	tr := turn{text: resp.OutputText(), finish: string(resp.Status), header: hr.Header,
+		usage: sdkUsage{resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.InputTokensDetails.CachedTokens}}
 	s.pending = false
 	for _, item := range resp.Output {
 		if item.Type == "function_call" {
@@ -305,7 +317,9 @@ func (s *anthropicSDK) send(ctx context.Context, stream bool) (turn, error) {
 		return turn{}, errors.New("an answer without usage")
 	}
 	s.last = msg
-	tr := turn{finish: string(msg.StopReason), header: hr.Header}
+	u := msg.Usage
+	tr := turn{finish: string(msg.StopReason), header: hr.Header,
+		usage: sdkUsage{u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, u.OutputTokens, u.CacheReadInputTokens}}
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
@@ -385,7 +399,9 @@ func (s *anthropic2SDK) send(ctx context.Context, stream bool) (turn, error) {
 		return turn{}, errors.New("an answer without usage")
 	}
 	s.last = msg
-	tr := turn{finish: string(msg.StopReason), header: hr.Header}
+	u := msg.Usage
+	tr := turn{finish: string(msg.StopReason), header: hr.Header,
+		usage: sdkUsage{u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, u.OutputTokens, u.CacheReadInputTokens}}
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
@@ -485,6 +501,8 @@ func (s *genaiSDK) send(ctx context.Context, stream bool) (turn, error) {
 	if tr.finish == "" {
 		return turn{}, errors.New("an answer without finishReason")
 	}
+	tr.usage = sdkUsage{int64(usage.PromptTokenCount + usage.ToolUsePromptTokenCount),
+		int64(usage.CandidatesTokenCount + usage.ThoughtsTokenCount), int64(usage.CachedContentTokenCount)}
 	return tr, nil
 }
 

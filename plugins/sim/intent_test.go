@@ -197,3 +197,25 @@ func TestPlainRequestToolTurnStreams(t *testing.T) {
 		})
 	}
 }
+
+// A Codex turn translated to a protocol whose turns alternate carries its
+// environment context in the same user turn as the request: the context
+// (here with a quoted "managed") is not what the user asked.
+func TestToolForPlainRequestBesideCodexContext(t *testing.T) {
+	codex := loadTools(t, "codex-0.169.0-tools.json")
+	var ts []string
+	for _, tl := range codex {
+		d, _ := json.Marshal(tl.Description)
+		ts = append(ts, fmt.Sprintf(`{"name":%q,"description":%s,"input_schema":%s}`, tl.Name, d, tl.Schema))
+	}
+	ctx, _ := json.Marshal(`<environment_context>
+  <cwd>` + agentCwd + `</cwd>
+  <filesystem><permission_profile type="managed"><entry access="write"><path>` + agentCwd + `</path></entry></permission_profile></filesystem>
+</environment_context>`)
+	body := fmt.Appendf(nil, `{"model":"m","max_tokens":1000,"messages":[{"role":"user","content":[{"type":"text","text":%s},{"type":"text","text":"list the files of the current directory"}]}],"tools":[%s]}`,
+		ctx, strings.Join(ts, ","))
+	a := decodeBody(t, protocol.AnthropicMessages, mustChat(t, call(protocol.AnthropicMessages, body)).Body)
+	if a.tool != "exec_command" || !jsonEqual(a.args, `{"cmd":"ls"}`) {
+		t.Fatalf("called %q (%s), want exec_command ls", a.tool, a.args)
+	}
+}

@@ -31,9 +31,13 @@ type toolDef struct {
 	schema gjson.Result
 }
 
-// reminderPrefix marks the context blocks Claude Code adds to a user turn;
-// they are not what the user asked.
-const reminderPrefix = "<system-reminder>"
+// contextBlock reports whether a text block is context an agent adds to a
+// user turn, not what the user asked: Claude Code's reminders, and Codex's
+// environment context (its own user message, which lands in the user's
+// turn when a call is translated to a protocol whose turns alternate).
+func contextBlock(t string) bool {
+	return strings.HasPrefix(t, "<system-reminder>") || strings.HasPrefix(t, "<environment_context>")
+}
 
 // readConv parses body in protocol p and applies the markers found in the
 // conversation to k.
@@ -164,7 +168,7 @@ func joinTexts(arr gjson.Result, pick func(gjson.Result) (string, bool)) string 
 	n := 0
 	arr.ForEach(func(_, part gjson.Result) bool {
 		t, ok := pick(part)
-		if !ok || strings.HasPrefix(t, reminderPrefix) {
+		if !ok || contextBlock(t) {
 			return true
 		}
 		switch n {

@@ -18,11 +18,10 @@ function text(msg) {
   return msg.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
 }
 
-async function create(t, model, route) {
+async function create(t, model, via) {
   const { data: m, response } = await client(t).messages.create({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Say hello.' }] }).withResponse();
-  const via = response.headers.get('x-protocol-translation');
-  const want = route === 'translated' ? 'anthropic_messages_to_openai_chat' : null;
-  check(via === want, `X-Protocol-Translation ${via}, want ${want}`);
+  const got = response.headers.get('x-protocol-translation');
+  check(got === (via || null), `X-Protocol-Translation ${got}, want ${via || null}`);
   check(m.type === 'message' && m.role === 'assistant', `not a message: ${short(m)}`);
   check(text(m) !== '', `no text: ${short(m.content)}`);
   check(m.stop_reason === 'end_turn', `stop_reason ${m.stop_reason}`);
@@ -62,10 +61,11 @@ async function countTokens(t, model) {
   check(Number.isInteger(r.input_tokens) && r.input_tokens > 0, `input_tokens: ${short(r)}`);
 }
 
-// cases: t.anthropic = [{route, model}].
+// cases: t.anthropic = [{route, model, via}]; via is the
+// X-Protocol-Translation a translated route must carry.
 export function cases(ctx, t) {
-  return t.anthropic.flatMap(({ route, model }) => [
-    { name: `anthropic-sdk/${t.name}/${route}/create`, run: () => create(t, model, route) },
+  return t.anthropic.flatMap(({ route, model, via }) => [
+    { name: `anthropic-sdk/${t.name}/${route}/create`, run: () => create(t, model, via) },
     { name: `anthropic-sdk/${t.name}/${route}/stream`, run: () => stream(t, model) },
     { name: `anthropic-sdk/${t.name}/${route}/tools`, run: () => tools(t, model, false) },
     { name: `anthropic-sdk/${t.name}/${route}/tools-stream`, run: () => tools(t, model, true) },
