@@ -15,11 +15,30 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// Run runs the suite. open returns a new, empty store for one subtest and
+// Run runs the conformance suite of every role, then what concerns the
+// store as a whole. open returns a new, empty store for one subtest and
 // arranges its Close at cleanup (ignoring store.ErrClosed, since some
-// subtests close it themselves).
+// subtests close it themselves). A backend written role by role may run
+// the role suites one at a time.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("accounts", func(t *testing.T) { RunAccounts(t, open) })
+	t.Run("wallets", func(t *testing.T) { RunWallets(t, open) })
+	t.Run("keys", func(t *testing.T) { RunKeys(t, open) })
+	t.Run("logs", func(t *testing.T) { RunLogs(t, open) })
+	t.Run("idempotency", func(t *testing.T) { RunIdempotency(t, open) })
+	t.Run("models", func(t *testing.T) { RunModels(t, open) })
+	t.Run("tasks", func(t *testing.T) { RunTasks(t, open) })
+	t.Run("cancelled context", func(t *testing.T) { t.Parallel(); testCancelled(t, open(t)) })
+	t.Run("closed", func(t *testing.T) { t.Parallel(); testClosed(t, open(t)) })
+}
+
+// RunAccounts is the suite of the Accounts role.
+func RunAccounts(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("accounts", func(t *testing.T) { t.Parallel(); testAccounts(t, open(t)) })
+}
+
+// RunWallets is the suite of the Wallets role: credits, holds, settlements.
+func RunWallets(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("credit", func(t *testing.T) { t.Parallel(); testCredit(t, open(t)) })
 	t.Run("place hold", func(t *testing.T) { t.Parallel(); testPlaceHold(t, open(t)) })
 	t.Run("settle", func(t *testing.T) { t.Parallel(); testSettle(t, open(t)) })
@@ -29,19 +48,32 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("double settle", func(t *testing.T) { t.Parallel(); testDoubleSettle(t, open(t)) })
 	t.Run("concurrent holds", func(t *testing.T) { t.Parallel(); testConcurrentHolds(t, open(t)) })
 	t.Run("concurrent settles", func(t *testing.T) { t.Parallel(); testConcurrentSettles(t, open(t)) })
+}
+
+// RunKeys is the suite of the Keys role.
+func RunKeys(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("keys", func(t *testing.T) { t.Parallel(); testKeys(t, open(t)) })
 	t.Run("update key", func(t *testing.T) { t.Parallel(); testUpdateKey(t, open(t)) })
 	t.Run("delete key", func(t *testing.T) { t.Parallel(); testDeleteKey(t, open(t)) })
 	t.Run("touch key", func(t *testing.T) { t.Parallel(); testTouchKey(t, open(t)) })
-	t.Run("idempotency", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
-	t.Run("concurrent idempotency claims", func(t *testing.T) { t.Parallel(); testIdempotencyRace(t, open(t)) })
-	t.Run("models", func(t *testing.T) { t.Parallel(); testModels(t, open(t)) })
+}
+
+// RunLogs is the suite of the Logs role.
+func RunLogs(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("get log", func(t *testing.T) { t.Parallel(); testGetLog(t, open(t)) })
 	t.Run("query logs", func(t *testing.T) { t.Parallel(); testQueryLogs(t, open(t)) })
 	t.Run("scan logs", func(t *testing.T) { t.Parallel(); testScanLogs(t, open(t)) })
-	t.Run("cancelled context", func(t *testing.T) { t.Parallel(); testCancelled(t, open(t)) })
-	t.Run("closed", func(t *testing.T) { t.Parallel(); testClosed(t, open(t)) })
-	t.Run("tasks", func(t *testing.T) { RunTasks(t, open) })
+}
+
+// RunIdempotency is the suite of the Idempotency role.
+func RunIdempotency(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("idempotency", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
+	t.Run("concurrent idempotency claims", func(t *testing.T) { t.Parallel(); testIdempotencyRace(t, open(t)) })
+}
+
+// RunModels is the suite of the Models role.
+func RunModels(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("models", func(t *testing.T) { t.Parallel(); testModels(t, open(t)) })
 }
 
 // t0 is the suite's clock origin; every time is UTC and whole or
