@@ -6,6 +6,7 @@
 package tasksapi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -92,13 +93,15 @@ func inFlightStatus(spec *vendor.FamilySpec) int {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // links carry & in their query
+	if err := enc.Encode(v); err != nil {
 		return apierr.Internal(err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(b.Bytes())
 	return nil
 }
 
