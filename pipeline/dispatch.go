@@ -475,7 +475,10 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 		return s.upstreamStatus(c, rl.head.Status, rl.head.Headers, rl.head.Body)
 	}
 	// The status is sent: from here a failure only ends the stream early.
-	complete := err == nil && rl.track.Complete()
+	// A stream whose last event went out is complete, even when the call
+	// ended with an error after it (a client that hung up on [DONE] cancels
+	// the plugin's call while it reads the upstream's end).
+	complete := rl.track.Complete()
 	if complete && rl.tr != nil {
 		if werr := rl.tr.End(rl.out.Write); werr != nil {
 			err, complete = werr, false
