@@ -20,15 +20,15 @@ const module = "github.com/tollgate-gw/tollgate/"
 // below; foundation packages never import the pipeline, the store,
 // plugins or the server.
 const (
-	foundation = iota // pure data and codecs: money, errors, codecs, config
-	pluginAPI         // the plugin boundary: public types, protocol, family rules
-	plugins           // vendor implementations, run in plugin processes
-	storage           // the store's roles and backends
-	services          // core services over the store: tasks, files, logs, admin, plugin host
-	pipelineLevel     // the chain of stages
-	edge              // the HTTP server
-	root              // composition root and binaries
-	free              // test helpers, examples: anything
+	foundation    = iota // pure data and codecs: money, errors, codecs, config
+	pluginAPI            // the plugin boundary: public types, protocol, family rules
+	plugins              // vendor implementations, run in plugin processes
+	storage              // the store's roles and backends
+	services             // core services over the store: tasks, files, logs, admin, plugin host
+	pipelineLevel        // the chain of stages
+	edge                 // the HTTP server
+	root                 // composition root and binaries
+	free                 // test helpers, examples: anything
 )
 
 var names = []string{"foundation", "plugin API", "plugins", "storage", "services", "pipeline", "edge", "root", "free"}
@@ -51,8 +51,8 @@ var levelOf = map[string]int{
 	"core/logsapi": services, "core/admin": services, "core/billingcompat": services,
 	"plugins/host": services,
 
-	"pipeline": pipelineLevel,
-	"core/server": edge,
+	"pipeline":     pipelineLevel,
+	"core/server":  edge,
 	"core/gateway": root, "cmd/": root,
 
 	"internal/": free, "examples/": free,
