@@ -25,7 +25,7 @@ func fullRow() store.LogRow {
 		ID: 77, AccountID: "acct", CreatedAt: time.Date(2025, 5, 6, 7, 8, 9, 123456789, time.UTC),
 		SubmittedAt: time.Date(1969, 12, 31, 23, 59, 59, 999, time.UTC), KeyID: "k", KeyName: "n", KeyPrefix: "p",
 		Model: "m", Status: store.StatusError, ErrorCode: "e", ErrorMessage: "msg", InputTokens: -5,
-		OutputTokens: 1 << 62, CachedTokens: 3, UnitCount: &n, UnitType: "video", Cost: money.Nano(-1 << 63),
+		OutputTokens: 1 << 62, CachedTokens: 3, UnitCount: &n, UnitType: "video", Cost: money.Min,
 		LatencyMS: 9, RequestID: "r", TaskID: "t", ResultURLs: []string{"u1", ""}, ResultExpiresAt: &exp,
 		AttemptsCount: &a, Attempts: []store.Attempt{{Seq: 1, CreatedAt: exp, LatencyMS: 2, ErrorCode: "x", ErrorMessage: "y"}},
 		Tech: &store.TechView{Kind: "video", Request: []store.KV{{K: "a", V: "b"}}, RequestNote: "note"},
