@@ -179,9 +179,17 @@ func (v *Vendor) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.Cha
 		return nil, classify(ctx, err, req)
 	}
 	defer resp.Body.Close()
+	return answer(ctx, resp, MaxBody, req)
+}
+
+// answer reads a non-streaming answer: a 2xx body up to limit, another
+// status's error body up to MaxErrorBody (cut there). timing names the
+// call's timeouts in a failure's message.
+func answer(ctx context.Context, resp *http.Response, limit int64, timing *vendor.ChatRequest) (*vendor.ChatResponse, error) {
 	out := &vendor.ChatResponse{Status: resp.StatusCode, Headers: selectHeaders(resp.Header)}
+	var err error
 	if ok2xx(resp.StatusCode) {
-		out.Body, err = readBody(resp, MaxBody, false)
+		out.Body, err = readBody(resp, limit, false)
 	} else {
 		out.Body, err = readBody(resp, MaxErrorBody, true)
 	}
@@ -190,7 +198,7 @@ func (v *Vendor) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.Cha
 		if errors.As(err, &f) {
 			return nil, f
 		}
-		return nil, classify(ctx, err, req)
+		return nil, classify(ctx, err, timing)
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package httpvendor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -64,22 +63,9 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 		return nil, classify(ctx, err, timing)
 	}
 	defer resp.Body.Close()
-	out := &vendor.ChatResponse{Status: resp.StatusCode, Headers: selectHeaders(resp.Header)}
 	limit := req.MaxBody
 	if limit <= 0 {
 		limit = MaxBody
 	}
-	if ok2xx(resp.StatusCode) {
-		out.Body, err = readBody(resp, limit, false)
-	} else {
-		out.Body, err = readBody(resp, MaxErrorBody, true)
-	}
-	if err != nil {
-		var f *vendor.Failure
-		if errors.As(err, &f) {
-			return nil, f
-		}
-		return nil, classify(ctx, err, timing)
-	}
-	return out, nil
+	return answer(ctx, resp, limit, timing)
 }
