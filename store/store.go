@@ -1,9 +1,9 @@
 // Package store defines Tollgate's state as role interfaces, one per file
-// (accounts, wallet, keys, logs, idempotency, tasks, models), and the
-// records they hold. Store is their union: what a backend implements. Backends
-// live in sub-packages (badgerstore is the embedded default); the rest of the
-// gateway sees only this package, and each part of it asks for the roles it
-// uses.
+// (accounts, wallet, keys, logs, idempotency, tasks, models, knowledge
+// bases), and the records they hold. Store is their union: what a backend
+// implements. Backends live in sub-packages (badgerstore is the embedded
+// default); the rest of the gateway sees only this package, and each part
+// of it asks for the roles it uses.
 package store
 
 import "errors"
@@ -29,6 +29,7 @@ type Store interface {
 	Idempotency
 	Tasks
 	Models
+	KnowledgeBases
 
 	Close() error
 }

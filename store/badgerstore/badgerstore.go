@@ -65,6 +65,10 @@ type Store struct {
 	cache *readCache
 	books *books
 
+	// kbMu serializes knowledge-base writes, so page changes commit in
+	// the order of their numbers (kb.go).
+	kbMu sync.Mutex
+
 	stopGC chan struct{}
 	gcDone chan struct{}
 }

@@ -39,6 +39,15 @@ const (
 	pTaskBody = "taskbody/" // taskbody/{task}                               -> the result body
 	pTaskAcct = "taskacct/" // taskacct/{account}\x00{family}\x00{ts:12}{task} -> empty: newest-first lists
 	pTaskOpen = "taskopen/" // taskopen/{account}\x00{task}                   -> empty: unfinished tasks
+	pKB       = "kb/"       // kb/{kb}                                          -> knowledge base (JSON)
+	pKBPage   = "kbpage/"   // kbpage/{page}                                    -> page (JSON); ids are global
+	pKBPages  = "kbpages/"  // kbpages/{kb}\x00{page}                           -> empty: a base's pages by id
+	pKBTag    = "kbtag/"    // kbtag/{kb}\x00{folded tag}\x00{page}              -> the tag as the page writes it
+	pKBName   = "kbname/"   // kbname/{kb}\x00{folded name}\x00{rank:1}{page}    -> empty: link targets (id, title, alias)
+	pKBLink   = "kblink/"   // kblink/{kb}\x00{folded target}\x00{page}         -> empty: who links to a name
+	pKBChg    = "kbchg/"    // kbchg/{seq:8}                                    -> page change: the latest of each page
+	pKBGone   = "kbgone/"   // kbgone/{page}                                    -> seq(8) of its deletion's change
+	pKBSrc    = "kbsrc/"    // kbsrc/{kb}\x00{r2_key}                           -> source file record (JSON)
 )
 
 const sep = 0x00
@@ -146,6 +155,9 @@ func appendID(b []byte, id uint64) []byte { return binary.BigEndian.AppendUint64
 
 // journalKey holds the number of the last journal record Badger has.
 var journalKey = []byte(pMeta + "journal")
+
+// kbSeqKey holds the number of the last knowledge page change.
+var kbSeqKey = []byte(pMeta + "kbseq")
 
 // logDimsKey marks a store whose rows all have their per-value index
 // entries (stores from before those indexes get them once, at open).

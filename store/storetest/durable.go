@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,6 +38,10 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 	mustNil(t, "claim", err)
 	idem.State, idem.Status, idem.Body, idem.ExpiresAt = store.IdemDone, 200, []byte(`{"ok":true}`), t0.Add(7*24*time.Hour)
 	mustNil(t, "complete", s.CompleteIdempotencyKey(ctx, "a", "idem", idem))
+	newKB(t, s, "kb", "a")
+	putPages(t, s, "kb", store.Page{ID: "p1", Title: "One", Tags: []string{"t"}}, store.Page{ID: "p2", Links: []string{"one"}})
+	kbVersion, err := s.PageVersion(ctx)
+	mustNil(t, "page version", err)
 	mustNil(t, "close", s.Close())
 
 	lastRow, lastLedger := first.ID, ledger[len(ledger)-1].ID
@@ -66,6 +71,11 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 		if ms, err := s.ListModels(ctx); err != nil || len(ms) != 1 {
 			t.Fatalf("models after reopen = %+v, %v", ms, err)
 		}
+		if v, err := s.PageVersion(ctx); err != nil || v != kbVersion+uint64(round) {
+			t.Fatalf("page version after reopen = %d, %v; want %d", v, err, kbVersion+uint64(round))
+		}
+		same(t, "backlinks after reopen", backlinks(t, s, "p1"), []string{"p2"})
+		putPages(t, s, "kb", store.Page{ID: "p3", Title: fmt.Sprint(round)}) // numbers go on after a reopen
 
 		r := rowFor(hold("a", "after-reopen", 0), 0)
 		mustNil(t, "settle after reopen", s.Settle(ctx, store.Settlement{Row: r}))
