@@ -101,7 +101,9 @@ func Open(dir string, o Options) (*Store, error) {
 		bo = bo.WithMemTableSize(o.memTableSize)
 	}
 	if o.InMemory {
-		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
+		// No value log in memory: every value sits in the LSM tree, so
+		// the threshold is the largest value (a long knowledge page).
+		bo = bo.WithDir("").WithValueDir("").WithInMemory(true).WithValueThreshold(512 << 10)
 	}
 	db, err := badger.Open(bo)
 	if err != nil {

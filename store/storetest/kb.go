@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,6 +134,12 @@ func testKBPages(t *testing.T, s store.Store) {
 	want := page
 	want.KBID, want.Version, want.UpdatedAt = "docs", got.Version, got.UpdatedAt
 	same(t, "page", got, want)
+	long := store.Page{ID: "long", Title: "Long", Body: strings.Repeat("A long page body. ", 20000)}
+	putPages(t, s, "docs", long)
+	if got := getPage(t, s, "long"); got.Body != long.Body {
+		t.Fatalf("a %d-byte body read back as %d bytes", len(long.Body), len(got.Body))
+	}
+	mustNil(t, "delete long", s.DeletePage(ctx, "docs", "long"))
 	if p := getPage(t, s, "keys"); p.Tags == nil || p.Aliases == nil || p.Links == nil {
 		t.Fatalf("empty lists read back as nil: %+v", p)
 	}
