@@ -1,5 +1,6 @@
 // Command tollgate is the gateway: `tollgate serve` runs it, `tollgate admin`
 // manages accounts and keys, `tollgate config check` validates a config,
+// `tollgate kb` imports knowledge bases,
 // `tollgate version` says which build this is.
 package main
 
@@ -56,6 +57,7 @@ func newApp(stages *pipeline.Registry) *cli.App {
 			adminCommand(),
 			configCommand(stages),
 			completionCommand(),
+			kbCommand(),
 			{
 				Name:      "version",
 				Usage:     "print the version, the commit and the build date",

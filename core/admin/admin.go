@@ -167,6 +167,10 @@ func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger)
 // Routes is the admin route table: docs/reference.md is tested against it.
 func (h *Handler) Routes() *routes.Mux { return h.mux }
 
+// Handle mounts another admin route (a ServeMux pattern under /admin/v1)
+// behind the same token: the knowledge base's routes.
+func (h *Handler) Handle(pattern string, hf http.HandlerFunc) { h.mux.HandleFunc(pattern, hf) }
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || h.token == "" ||

@@ -29,6 +29,9 @@ type Config struct {
 	// like any other, then left out of Channels, so no plugin starts for
 	// them and no call reaches them.
 	Disabled []string
+	// KnowledgeBases are bases the gateway seeds at each start (the
+	// embedded default's `default` base of the project's docs).
+	KnowledgeBases []KnowledgeBase
 
 	// Indexes by model id and alias, built by Load, Parse and Default: the
 	// lookups run on every request. A Config built by hand has none and is
@@ -296,6 +299,20 @@ type Pipeline struct {
 	Stages []string
 	// Settings of each stage, from `stage "NAME" { settings = {...} }`.
 	Settings map[string]map[string]string
+}
+
+// BuiltinDocs, as a KnowledgeBase's Docs, is the project's own docs/
+// folder, embedded in the binary.
+const BuiltinDocs = "builtin:docs"
+
+// KnowledgeBase is a base seeded at start: created readable by every
+// account when missing (an operator's later changes to it are kept), and
+// its pages created or updated from a folder of Markdown files.
+type KnowledgeBase struct {
+	ID   string
+	Name string
+	// Docs is the folder of Markdown pages: a directory, or BuiltinDocs.
+	Docs string
 }
 
 // Model looks a model up by id or alias.

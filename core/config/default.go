@@ -89,6 +89,9 @@ func Default(env func(string) string) *Config {
 			m.OwnedBy = r.vendor
 		}
 	}
+	// A search and an MCP client answer at once: the docs, readable by
+	// every account.
+	cfg.KnowledgeBases = []KnowledgeBase{{ID: "default", Name: "Tollgate documentation", Docs: BuiltinDocs}}
 	cfg.index()
 	return cfg
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -27,11 +28,14 @@ import (
 	"github.com/tollgate-gw/tollgate/core/billingcompat"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/files"
+	"github.com/tollgate-gw/tollgate/core/kb"
+	"github.com/tollgate-gw/tollgate/core/kbapi"
 	"github.com/tollgate-gw/tollgate/core/keys"
 	"github.com/tollgate-gw/tollgate/core/logsapi"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
 	"github.com/tollgate-gw/tollgate/core/server"
 	"github.com/tollgate-gw/tollgate/core/tasks"
+	"github.com/tollgate-gw/tollgate/docs"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -68,6 +72,8 @@ type Gateway struct {
 	jobs      map[string]vendor.Jobs
 	families  []*vendor.FamilySpec
 	files     *files.Store
+	kb        *kb.Service
+	kbAPI     *kbapi.API
 	engine    *tasks.Engine
 	chains    *pipeline.Chains
 	handler   http.Handler
@@ -105,7 +111,7 @@ func New(o Options) *Gateway {
 // plugins start first.
 func (g *Gateway) Provision(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
-		g.provisionPlugins, g.provisionStore, g.provisionKeys, g.provisionFiles, g.provisionPipeline,
+		g.provisionPlugins, g.provisionStore, g.provisionKeys, g.provisionFiles, g.provisionKB, g.provisionPipeline,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -201,6 +207,34 @@ func (g *Gateway) provisionFiles(ctx context.Context) error {
 	return nil
 }
 
+// provisionKB opens the knowledge base and its search index
+// (<data dir>/kb.bleve, rebuilt from the store when missing or of an older
+// schema), then seeds the config's bases (the embedded default's docs).
+func (g *Gateway) provisionKB(ctx context.Context) error {
+	svc, err := kb.Open(ctx, kb.Options{
+		Store: g.store, Files: g.files, IndexPath: filepath.Join(g.cfg.Store.Dir, "kb.bleve"),
+		Logger: g.log.Named("kb"), Now: g.now,
+	})
+	if err != nil {
+		return fmt.Errorf("knowledge base: %w", err)
+	}
+	g.kb = svc
+	g.onCleanup(svc.Close)
+	for _, b := range g.cfg.KnowledgeBases {
+		var fsys fs.FS = docs.FS
+		if b.Docs != config.BuiltinDocs {
+			fsys = os.DirFS(b.Docs)
+		}
+		res, err := svc.SeedBase(ctx, b.ID, b.Name, fsys)
+		if err != nil {
+			return fmt.Errorf("knowledge base %q from %s: %w", b.ID, b.Docs, err)
+		}
+		g.log.Debug("knowledge base seeded", "kb_id", b.ID, "created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
+	}
+	g.kbAPI = kbapi.New(svc, kbapi.Options{PublicURL: g.cfg.Server.PublicURL, Logger: g.log.Named("kb")})
+	return nil
+}
+
 // provisionPipeline builds the chains, the task engine and the HTTP server.
 func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	cfg, log, now := g.cfg, g.log, g.now
@@ -239,10 +273,14 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 
 	logs := logsapi.New(g.store, ratelimit.NewPerKey(60, time.Minute, now), now, log.Named("logs"), logsapi.WithRedactor(red))
 	billing := billingcompat.New(g.store, now)
+	adm := admin.NewHandler(g.svc, g.store, g.token, log)
+	for _, rt := range g.kbAPI.AdminRoutes() {
+		adm.Handle(rt.Pattern, rt.Handler)
+	}
 	g.handler = server.New(server.Options{
 		Config: cfg, Store: g.store, Chains: chains, Logger: log, Now: now,
 		Vendors: g.vendors, Families: g.families, Logs: logs.Serve, Billing: billing.Serve,
-		Admin: admin.NewHandler(g.svc, g.store, g.token, log), Files: g.files.Handler(),
+		Admin: adm, Files: g.files.Handler(), Knowledge: g.kbAPI.Routes(),
 		TLSDomains: nil,
 	})
 	return nil
@@ -284,6 +322,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	// cleaned up.
 	defer func() { stopBG(); g.engine.Wait() }()
 	go g.files.Run(bg)
+	go g.kb.Run(bg) // follows page changes other instances make
 
 	hs := &http.Server{Handler: g.handler, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}

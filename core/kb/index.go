@@ -19,6 +19,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
@@ -153,7 +154,9 @@ func openIndex(ctx context.Context, path string, src pageSource, log hclog.Logge
 				return nil, fmt.Errorf("kb: create index %s: %w", path, err)
 			}
 		}
-	} else if x.bi, err = bleve.NewMemOnly(im); err != nil {
+	} else if x.bi, err = bleve.NewUsing("", im, scorch.Name, scorch.Name, nil); err != nil {
+		// scorch, not NewMemOnly's upsidedown: only scorch keeps the
+		// field statistics BM25 needs.
 		return nil, err
 	}
 	if err := x.bi.SetInternal(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {

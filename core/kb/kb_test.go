@@ -246,7 +246,10 @@ func TestReadability(t *testing.T) {
 		desc string
 		err  error
 	}{
-		{"search", func() error { _, err := s.Search(ctx, "acct-b", SearchRequest{Query: "x", KB: "private", Limit: 1}); return err }()},
+		{"search", func() error {
+			_, err := s.Search(ctx, "acct-b", SearchRequest{Query: "x", KB: "private", Limit: 1})
+			return err
+		}()},
 		{"tags", func() error { _, err := s.Tags(ctx, "acct-b", "private"); return err }()},
 		{"by tag", func() error { _, err := s.PagesByTag(ctx, "acct-b", "private", "t"); return err }()},
 		{"page", func() error { _, err := s.Page(ctx, "acct-b", "private", "p1"); return err }()},
@@ -524,5 +527,26 @@ func TestSeedBase(t *testing.T) {
 	must(t, "page", err)
 	if p.Summary == "" {
 		t.Fatal("a page without a summary did not get its first paragraph")
+	}
+}
+
+// TestBM25 checks that the index scores with BM25 (bleve's explanation
+// names the model) and that the title's boost is applied.
+func TestBM25(t *testing.T) {
+	s := openService(t, openStore(t), openFiles(t), "")
+	base(t, s, "docs", "*")
+	put(t, s, "docs", PageInput{ID: "a", Title: "Gateway", Body: "text"}, PageInput{ID: "b", Title: "Other", Body: "gateway"})
+	q := bleve.NewMatchQuery("gateway")
+	q.SetField("title")
+	req := bleve.NewSearchRequest(q)
+	req.Explain = true
+	res, err := s.idx.bi.Search(req)
+	must(t, "search", err)
+	if len(res.Hits) != 1 || !strings.Contains(res.Hits[0].Expl.String(), "bm25") {
+		t.Fatalf("explanation does not name bm25: %v %v", res.Hits, res.Hits[0].Expl)
+	}
+	r := doSearch(t, s, "acct-a", SearchRequest{Query: "gateway", KB: "docs"})
+	if len(r.Hits) != 2 || r.Hits[0].Page.ID != "a" || r.Hits[0].Score < 2*r.Hits[1].Score {
+		t.Fatalf("hits %+v: want the title match first, well ahead", r.Hits)
 	}
 }

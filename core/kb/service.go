@@ -202,6 +202,12 @@ func (s *Service) Bases(ctx context.Context) ([]store.KnowledgeBase, error) {
 	return s.st.ListKnowledgeBases(ctx)
 }
 
+// ListPages returns up to limit pages of a base with ids after after
+// (admin view).
+func (s *Service) ListPages(ctx context.Context, kbID, after string, limit int) ([]store.Page, error) {
+	return s.st.ListPages(ctx, kbID, after, limit)
+}
+
 // DeleteBase removes a base, its pages and its source files.
 func (s *Service) DeleteBase(ctx context.Context, id string) error {
 	srcs, err := s.st.ListKBSources(ctx, id)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/kbapi"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/core/tasksapi"
@@ -67,6 +68,8 @@ type Options struct {
 	// TLSDomains are the domains served over TLS (links to hosted files
 	// use the first when no public_url is set).
 	TLSDomains []string
+	// Knowledge are the knowledge base's REST routes and its MCP server.
+	Knowledge []kbapi.Route
 }
 
 // Route is one public route: how it is reached and which chain serves it
@@ -109,6 +112,11 @@ func New(o Options) *Server {
 	}
 	if o.Billing != nil {
 		s.handle(http.MethodGet, "/v1/dashboard/billing/", pipeline.KindRead, s.read(keyHandler(o.Billing), readOpts{}))
+	}
+	for _, rt := range o.Knowledge {
+		// Knowledge-base REST and MCP accept Bearer and x-api-key
+		// (spec: Authentication rule 4); free, no balance needed.
+		s.handle(rt.Method, rt.Path, pipeline.KindRead, s.read(accountHandler(rt.Serve), readOpts{forms: pipeline.HeaderForms}))
 	}
 	for _, spec := range o.Families {
 		s.family(spec, o.TLSDomains)
@@ -175,6 +183,14 @@ func keyHandler(h KeyHandler) readHandler {
 	return func(_ context.Context, c *pipeline.Call) error {
 		h(c.W, c.Request, *c.Key)
 		return nil
+	}
+}
+
+// accountHandler adapts a handler of a service below the pipeline that
+// needs only the authenticated account.
+func accountHandler(h kbapi.Handler) readHandler {
+	return func(ctx context.Context, c *pipeline.Call) error {
+		return h(ctx, c.W, c.Request, c.Account.ID)
 	}
 }
 

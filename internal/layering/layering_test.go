@@ -40,6 +40,7 @@ var levelOf = map[string]int{
 	"core/sse": foundation, "core/jsonw": foundation, "core/keys": foundation,
 	"core/codec": foundation, "core/translate": foundation, "core/config": foundation,
 	"core/ratelimit": foundation, "core/redact": foundation, "core/routes": foundation,
+	"docs": foundation, // the embedded documentation
 
 	"plugins/vendor": pluginAPI, "proto/": pluginAPI, "plugins/family": pluginAPI,
 
@@ -49,7 +50,7 @@ var levelOf = map[string]int{
 
 	"core/files": services, "core/tasks": services, "core/tasksapi": services,
 	"core/logsapi": services, "core/admin": services, "core/billingcompat": services,
-	"plugins/host": services,
+	"plugins/host": services, "core/kb": services, "core/kbapi": services,
 
 	"pipeline":     pipelineLevel,
 	"core/server":  edge,
