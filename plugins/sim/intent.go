@@ -230,6 +230,16 @@ func readIntent(text, body string) intent {
 	return in
 }
 
+// asksWiki reports whether the request names a wiki or a knowledge base.
+func (in *intent) asksWiki() bool {
+	for i, w := range in.words {
+		if w == "wiki" || w == "knowledge" && i+1 < len(in.words) && in.words[i+1] == "base" {
+			return true
+		}
+	}
+	return false
+}
+
 // searchTerm is what to look for: a quoted string, else the word after
 // "for" in its own case ("search for TODO in the code").
 func searchTerm(text string, quoted []string) string {

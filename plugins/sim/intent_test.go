@@ -98,6 +98,16 @@ func TestToolForPlainRequest(t *testing.T) {
 	codexClassic := loadTools(t, "codex-classic-tools.json")
 	weather := []agentTool{{Name: "get_weather", Description: "Get the current weather for a city.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"City name"}},"required":["city"]}`)}}
+	// The knowledge base's MCP tools, as Claude Code names an HTTP MCP
+	// server's tools (mcp__<server>__<tool>).
+	wiki := []agentTool{
+		{Name: "mcp__tollgate__search_wiki", Description: "Search the knowledge base (BM25 over titles, aliases, summaries, tags and bodies; any language).",
+			Schema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"what to search for"},"limit":{"type":"integer"},"offset":{"type":"integer"}},"required":["q"],"additionalProperties":false}`)},
+		{Name: "mcp__tollgate__read_page", Description: "Read one page by id: its Markdown body and its outgoing links.",
+			Schema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"a page id"}},"required":["id"],"additionalProperties":false}`)},
+	}
+	claudeWiki := append(append([]agentTool{}, claude...), wiki...)
+	classicWiki := append(append([]agentTool{}, classic...), wiki...)
 	cases := []struct {
 		desc   string
 		tools  []agentTool
@@ -142,6 +152,10 @@ func TestToolForPlainRequest(t *testing.T) {
 		{"codex classic: list the files", codexClassic, "list the files of the current directory", "shell", `{"command":["bash","-lc","ls"]}`},
 		{"codex classic: create a file", codexClassic, "create a file hello.txt containing hi", "apply_patch",
 			`{"input":"*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"}`},
+		// A knowledge base's MCP server: "the wiki" picks its search, not a grep.
+		{"claude code + wiki: search the wiki", claudeWiki, "Search the wiki for billing", "mcp__tollgate__search_wiki", `{"q":"billing"}`},
+		{"classic + wiki: search the knowledge base", classicWiki, "search the knowledge base for idempotency", "mcp__tollgate__search_wiki", `{"q":"idempotency"}`},
+		{"classic + wiki: the code is still grepped", classicWiki, `search for "func main" in the code`, "Grep", `{"pattern":"func main"}`},
 		// Any tool: what the request is about.
 		{"a topic tool", weather, "What's the weather in Paris?", "get_weather", `{"city":"Paris"}`},
 		{"no tool for another topic", weather, "What is a toll road?", "", ""},

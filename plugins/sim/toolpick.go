@@ -127,7 +127,13 @@ func (t *toolText) can(in *intent) int {
 			dedicated = capDedicated
 		}
 	case actSearch:
-		if (has("grep") || has("search") && has("file", "files", "content", "contents", "code")) && !has("web") && patternP != nil {
+		// "Search the wiki for X" asks a knowledge-base tool (an MCP
+		// server's search_wiki), not a grep over files.
+		wiki := in.asksWiki()
+		switch {
+		case wiki && has("wiki", "knowledge") && patternP != nil:
+			dedicated = capDedicated
+		case !wiki && (has("grep") || has("search") && has("file", "files", "content", "contents", "code")) && !has("web") && patternP != nil:
 			dedicated = capDedicated
 		}
 	case actFind:

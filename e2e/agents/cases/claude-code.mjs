@@ -87,12 +87,63 @@ async function tool(ctx, t, model, name, prompt = 'Use the Bash tool to run: ech
   check(final.num_turns >= 2, `want at least 2 turns (tool call, answer), got ${final.num_turns}`);
 }
 
+const WIKI_TOOLS = ['search_wiki', 'read_page', 'read_pages', 'list_by_tag', 'backlinks', 'get_source'];
+
+// mcpWiki: the gateway's knowledge base as an HTTP MCP server, added the way
+// a user adds it (`claude mcp add --transport http` with the key in a
+// header). Claude Code lists the six tools, and a plain request to search
+// the wiki makes the model (the sim) call search_wiki; its result (pages of
+// the embedded default's `default` base, the project's docs) reaches the
+// answer.
+async function mcpWiki(ctx, t, model, name) {
+  const { home, work } = workspace(ctx, name);
+  const e = env(ctx, t, home);
+  const add = await run(ctx.claude, ['mcp', 'add', '--transport', 'http', 'tollgate', `${t.url}/mcp`,
+    '--header', `Authorization: Bearer ${t.key}`], { env: e, cwd: work, timeoutMs: 60_000 });
+  check(add.code === 0, `claude mcp add: exit ${add.code}: ${lastLines(add.stdout + add.stderr)}`);
+  const list = await run(ctx.claude, ['mcp', 'list'], { env: e, cwd: work, timeoutMs: 60_000 });
+  check(list.code === 0 && /tollgate/.test(list.stdout) && /connected/i.test(list.stdout),
+    `claude mcp list does not show tollgate connected: ${lastLines(list.stdout + list.stderr)}`);
+  const res = await run(ctx.claude, ['-p', 'Search the wiki for idempotency', '--model', model,
+    '--output-format', 'stream-json', '--verbose', '--no-session-persistence', '--allowedTools', 'mcp__tollgate__search_wiki'],
+  { env: e, cwd: work, timeoutMs: ctx.timeoutMs });
+  check(!res.timedOut, `timed out after ${ctx.timeoutMs} ms: ${lastLines(res.stdout + res.stderr)}`);
+  const msgs = res.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const init = msgs.find((m) => m.type === 'system' && m.subtype === 'init');
+  check(init, `no init message: ${lastLines(res.stdout + res.stderr)}`);
+  const server = (init.mcp_servers || []).find((sv) => sv.name === 'tollgate');
+  check(server && server.status === 'connected', `the MCP server is not connected: ${short(init.mcp_servers)}`);
+  for (const tool of WIKI_TOOLS) {
+    check((init.tools || []).includes(`mcp__tollgate__${tool}`), `Claude Code does not list ${tool}: ${short(init.tools, 800)}`);
+  }
+  const final = msgs.find((m) => m.type === 'result');
+  check(final, `exit ${res.code}, no result message: ${lastLines(res.stdout + res.stderr)}`);
+  resultOK(final);
+  noApiErrors(res);
+  check(res.code === 0, `exit ${res.code}: ${lastLines(res.stdout + res.stderr)}`);
+  const blocks = (type) => msgs.filter((m) => m.type === type).flatMap((m) => (m.message && Array.isArray(m.message.content) ? m.message.content : []));
+  const use = blocks('assistant').find((b) => b.type === 'tool_use');
+  check(use && use.name === 'mcp__tollgate__search_wiki', `the model did not call search_wiki: ${short(use)}`);
+  check(use.input && use.input.q === 'idempotency', `search_wiki input ${short(use.input)}`);
+  const result = blocks('user').find((b) => b.type === 'tool_result' && b.tool_use_id === use.id);
+  check(result && !result.is_error, `search_wiki failed: ${short(result)}`);
+  const text = typeof result.content === 'string' ? result.content : JSON.stringify(result.content);
+  check(text.includes('total_hits') && text.includes('"kb_id":"default"'), `search_wiki's result holds no docs page: ${short(text)}`);
+  check(typeof final.result === 'string' && final.result.includes('total_hits'), `the answer does not come from the search: ${short(final.result)}`);
+}
+
 // cases lists one plain and one tool case per model route of the target.
 export function cases(ctx, t) {
-  return t.claude.flatMap(({ route, model }) => [
+  const out = t.claude.flatMap(({ route, model }) => [
     { name: `claude-code/${t.name}/${route}/plain`, run: () => plain(ctx, t, model, `${t.name}-${route}-plain`) },
     { name: `claude-code/${t.name}/${route}/tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-tool`) },
     // Asked in plain words, as a user would: the sim picks Bash and `ls`.
     { name: `claude-code/${t.name}/${route}/plain-words-tool`, run: () => tool(ctx, t, model, `${t.name}-${route}-words`, 'list the files of the current directory', 'README.md') },
   ]);
+  // The embedded default ships the `default` knowledge base: its MCP server.
+  if (t.name === 'default') {
+    const { route, model } = t.claude[0];
+    out.push({ name: `claude-code/${t.name}/${route}/mcp-search-wiki`, run: () => mcpWiki(ctx, t, model, `${t.name}-${route}-mcp`) });
+  }
+  return out;
 }
