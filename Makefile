@@ -52,6 +52,8 @@ bench: build
 		st=$$?; \
 		$(GO) run ./internal/ledgerbench -rows $(or $(LEDGER_ROWS),1000000) > bench-results/ledger.md || st=1; \
 		cat bench-results/ledger.md; \
+		$(GO) run ./internal/kbbench -pages $(or $(KB_PAGES),100000) -queries 200 > bench-results/kb.md || st=1; \
+		cat bench-results/kb.md; \
 		$(GO) test -run '^$$' -bench . -benchmem ./... || st=1; exit $$st
 
 proto:

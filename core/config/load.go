@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -172,6 +173,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "pipeline"},
 	{Type: "stage", LabelNames: []string{"name"}},
 	{Type: "accounts"},
+	{Type: "knowledge_base", LabelNames: []string{"id"}},
 }}
 
 func (d *decoder) file(body hcl.Body) *Config {
@@ -224,6 +226,14 @@ func (d *decoder) file(body hcl.Body) *Config {
 			continue
 		}
 		cfg.Plugins = append(cfg.Plugins, d.plugin(b))
+	}
+
+	seen = map[string]hcl.Range{}
+	for _, b := range byType["knowledge_base"] {
+		if !d.label(b, "knowledge_base", seen) {
+			continue
+		}
+		cfg.KnowledgeBases = append(cfg.KnowledgeBases, d.knowledgeBase(b))
 	}
 
 	// Models before channels: a channel may only list declared models.
@@ -409,6 +419,27 @@ func (d *decoder) stage(b *hcl.Block) (string, map[string]string) {
 	c := d.content(b.Body, stageSchema, where)
 	d.mark(Ref{Kind: "stage", Name: name}, b.DefRange, c)
 	return name, d.strMap(c.Attributes["settings"], where)
+}
+
+var knowledgeBaseSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name"}, {Name: "docs", Required: true}}}
+
+// reKBID is a knowledge base id (docs/kb.md): it travels in URL paths.
+var reKBID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// knowledgeBase reads a `knowledge_base "ID" { name, docs }` block: a base
+// seeded at each start from a folder of Markdown pages.
+func (d *decoder) knowledgeBase(b *hcl.Block) KnowledgeBase {
+	k := KnowledgeBase{ID: b.Labels[0]}
+	where := fmt.Sprintf("knowledge_base %q", k.ID)
+	if !reKBID.MatchString(k.ID) {
+		d.errorf(b.LabelRanges[0], "", "knowledge_base id %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", k.ID)
+	}
+	c := d.content(b.Body, knowledgeBaseSchema, where)
+	d.str(c.Attributes["name"], where, &k.Name)
+	if a := c.Attributes["docs"]; a != nil && d.str(a, where, &k.Docs) && k.Docs == "" {
+		d.errorf(a.Expr.Range(), where, "docs must name a folder of Markdown pages, or %q", BuiltinDocs)
+	}
+	return k
 }
 
 var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}}}

@@ -381,6 +381,16 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:1,1-7: Unsupported argument; An argument named "listen" is not expected here.`,
 		},
 		{
+			desc: "knowledge base id",
+			src:  "knowledge_base \"a b\" {\n  docs = \"x\"\n}",
+			want: `t.hcl:1,16-21: knowledge_base id "a b": use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+		},
+		{
+			desc: "knowledge base without docs",
+			src:  "knowledge_base \"kb\" {\n  name = \"x\"\n}",
+			want: `t.hcl:1,21-21: knowledge_base "kb": Missing required argument; The argument "docs" is required, but no definition was found.`,
+		},
+		{
 			desc: "unknown server attribute",
 			src:  "server {\n  port = 80\n}",
 			want: `t.hcl:2,3-7: server: Unsupported argument; An argument named "port" is not expected here.`,

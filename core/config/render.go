@@ -44,6 +44,12 @@ func Render(c *Config) string {
 		setStr(b, "path", p.Path)
 		setMap(b, "settings", p.Settings)
 	}
+	for _, k := range c.KnowledgeBases {
+		root.AppendNewline()
+		b := root.AppendNewBlock("knowledge_base", []string{k.ID}).Body()
+		setStr(b, "name", k.Name)
+		b.SetAttributeValue("docs", cty.StringVal(k.Docs))
+	}
 	for _, ch := range c.Channels {
 		root.AppendNewline()
 		b := root.AppendNewBlock("channel", []string{ch.Name}).Body()

@@ -237,8 +237,10 @@ type hit struct {
 	Score float64
 }
 
-// search runs q over the bases named (none: no result), best first.
-func (x *index) search(ctx context.Context, q string, kbs []string, limit, offset int) ([]hit, uint64, error) {
+// search runs q over the bases named (none: no result), best first. all
+// says the bases named are every base there is: the kb_id filter, which
+// costs a check per match, is left out.
+func (x *index) search(ctx context.Context, q string, kbs []string, all bool, limit, offset int) ([]hit, uint64, error) {
 	if len(kbs) == 0 {
 		return nil, 0, nil
 	}
@@ -251,11 +253,13 @@ func (x *index) search(ctx context.Context, q string, kbs []string, limit, offse
 		text.AddQuery(m)
 	}
 	var filter query.Query
-	if len(kbs) == 1 {
+	switch {
+	case all:
+	case len(kbs) == 1:
 		t := bleve.NewTermQuery(kbs[0])
 		t.SetField(fieldKB)
 		filter = t
-	} else {
+	default:
 		d := bleve.NewDisjunctionQuery()
 		for _, k := range kbs {
 			t := bleve.NewTermQuery(k)
@@ -264,10 +268,14 @@ func (x *index) search(ctx context.Context, q string, kbs []string, limit, offse
 		}
 		filter = d
 	}
-	bq := bleve.NewBooleanQuery()
-	bq.AddMust(text)
-	bq.AddFilter(filter)
-	req := bleve.NewSearchRequestOptions(bq, limit, offset, false)
+	var top query.Query = text
+	if filter != nil {
+		bq := bleve.NewBooleanQuery()
+		bq.AddMust(text)
+		bq.AddFilter(filter)
+		top = bq
+	}
+	req := bleve.NewSearchRequestOptions(top, limit, offset, false)
 	res, err := x.bi.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, 0, err

@@ -216,6 +216,13 @@ func TestSnippet(t *testing.T) {
 	if sn := byID["title-only"]; !strings.HasPrefix(sn, "Lorem ipsum") || !strings.HasSuffix(sn, "…") {
 		t.Fatalf("snippet without a body match = %q, want the body's start", sn)
 	}
+	// A long body: the match near its end is found without analyzing it all.
+	huge := strings.Repeat("Lorem ipsum dolor sit amet, 数据。 ", 8000) + "The Turnstile counts callers. " + long
+	put(t, s, "docs", PageInput{ID: "huge", Title: "Huge", Body: huge})
+	res = doSearch(t, s, "acct-a", SearchRequest{Query: "turnstile", KB: "docs"})
+	if len(res.Hits) != 1 || !strings.Contains(res.Hits[0].Snippet, "<mark>Turnstile</mark>") || !strings.HasPrefix(res.Hits[0].Snippet, "…") {
+		t.Fatalf("snippet of a long body = %+v", res.Hits)
+	}
 }
 
 func TestReadability(t *testing.T) {

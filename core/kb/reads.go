@@ -39,23 +39,23 @@ func (s *Service) ReadableBases(ctx context.Context, account string) ([]store.Kn
 	return out, nil
 }
 
-// scope is the set of base ids a read may see.
-func (s *Service) scope(ctx context.Context, account, kbID string) ([]string, error) {
-	if kbID != "" {
-		if _, err := s.readable(ctx, account, kbID); err != nil {
-			return nil, err
-		}
-		return []string{kbID}, nil
-	}
-	kbs, err := s.ReadableBases(ctx, account)
+// scope is the set of base ids a read may see, and whether it is every
+// base there is.
+func (s *Service) scope(ctx context.Context, account, kbID string) ([]string, bool, error) {
+	all, err := s.st.ListKnowledgeBases(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	ids := make([]string, len(kbs))
-	for i, kb := range kbs {
-		ids[i] = kb.ID
+	var ids []string
+	for _, kb := range all {
+		if kb.ReadableBy(account) && (kbID == "" || kb.ID == kbID) {
+			ids = append(ids, kb.ID)
+		}
 	}
-	return ids, nil
+	if kbID != "" && len(ids) == 0 {
+		return nil, false, notFoundf("knowledge base %q not found", kbID)
+	}
+	return ids, len(ids) == len(all), nil
 }
 
 // SearchRequest is one search.
@@ -83,16 +83,16 @@ type SearchResult struct {
 // Search runs a BM25 search over the bases in scope, best first.
 func (s *Service) Search(ctx context.Context, account string, r SearchRequest) (SearchResult, error) {
 	var res SearchResult
-	kbs, err := s.scope(ctx, account, r.KB)
+	kbs, all, err := s.scope(ctx, account, r.KB)
 	if err != nil {
 		return res, err
 	}
-	hits, total, err := s.idx.search(ctx, r.Query, kbs, r.Limit, r.Offset)
+	hits, total, err := s.idx.search(ctx, r.Query, kbs, all, r.Limit, r.Offset)
 	if err != nil {
 		return res, err
 	}
 	res.Total = total
-	terms := s.idx.queryTerms(r.Query)
+	q := s.idx.parseQuery(r.Query)
 	for _, h := range hits {
 		p, err := s.st.GetPage(ctx, h.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -104,7 +104,7 @@ func (s *Service) Search(ctx context.Context, account string, r SearchRequest) (
 		if !slices.Contains(kbs, p.KBID) {
 			continue // moved to another base since the index saw it
 		}
-		res.Hits = append(res.Hits, SearchHit{Page: p, Score: h.Score, Snippet: s.idx.snippet(p.Body, terms)})
+		res.Hits = append(res.Hits, SearchHit{Page: p, Score: h.Score, Snippet: s.idx.snippet(p.Body, q)})
 	}
 	return res, nil
 }
@@ -119,7 +119,7 @@ func (s *Service) Tags(ctx context.Context, account, kbID string) ([]store.TagCo
 
 // PagesByTag returns the pages carrying tag in the bases in scope, by id.
 func (s *Service) PagesByTag(ctx context.Context, account, kbID, tag string) ([]store.Page, error) {
-	kbs, err := s.scope(ctx, account, kbID)
+	kbs, _, err := s.scope(ctx, account, kbID)
 	if err != nil {
 		return nil, err
 	}

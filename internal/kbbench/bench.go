@@ -146,7 +146,6 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			svc.Close()
 			return nil, err
 		}
-		defer pprof.StopCPUProfile()
 	}
 	for _, qc := range classes {
 		stat, err := measure(ctx, svc, qc)
@@ -167,6 +166,9 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 	rep.Queries = append(rep.Queries, stat)
+	if c.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	probe := classes[4].qs[0]
 	before, err := svc.Search(ctx, account, kb.SearchRequest{Query: probe, KB: kbID, Limit: 5})
 	if err != nil {

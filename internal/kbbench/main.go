@@ -6,7 +6,7 @@
 // does), the index's size, and the rebuild of the index from the store.
 // It prints Markdown; docs/performance.md holds a run's figures.
 //
-//	go run ./internal/kbbench [-pages 100000] [-queries 300] [-dir DIR]
+//	go run ./internal/kbbench [-pages 100000] [-queries 200] [-dir DIR]
 package main
 
 import (
@@ -23,7 +23,7 @@ func main() {
 	c := Config{Progress: os.Stderr}
 	flag.IntVar(&c.Pages, "pages", 100_000, "pages in the generated corpus")
 	flag.IntVar(&c.Batch, "batch", 1000, "pages per write")
-	flag.IntVar(&c.Queries, "queries", 300, "queries per query class")
+	flag.IntVar(&c.Queries, "queries", 200, "queries per query class")
 	flag.StringVar(&c.Dir, "dir", "", "data directory (kept); empty = a temporary one, removed after")
 	flag.Uint64Var(&c.Seed, "seed", 1, "corpus seed")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the queries to this file")
