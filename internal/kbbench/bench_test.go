@@ -14,7 +14,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Queries) != 7 || rep.IndexBytes <= 0 || rep.RebuildTime <= 0 || rep.ImportTime <= 0 {
+	if len(rep.Queries) != 8 || rep.IndexBytes <= 0 || rep.RebuildTime <= 0 || rep.ImportTime <= 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, q := range rep.Queries {
