@@ -22,15 +22,12 @@ import (
 
 // kbCommand is `tollgate kb ...`: knowledge bases through the admin API.
 func kbCommand() *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:  "kb",
 		Usage: "import and list knowledge bases through the admin API",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", EnvVars: []string{"TOLLGATE_URL"}, Usage: "gateway address"},
-			&cli.StringFlag{Name: "token", EnvVars: []string{"TOLLGATE_ADMIN_TOKEN"}, Usage: "admin token (default: <data-dir>/admin.token)"},
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "where admin.token is when no token is given"},
-			&cli.BoolFlag{Name: "json", Usage: "print a JSON summary"},
-		},
+		// The admin commands' flags, anywhere on the line (--json prints
+		// a JSON summary).
+		Flags: adminGlobalFlags(true),
 		Subcommands: []*cli.Command{
 			{
 				Name:  "import",
@@ -50,6 +47,8 @@ func kbCommand() *cli.Command {
 			{Name: "list", Usage: "list the bases", ArgsUsage: " ", Action: kbList},
 		},
 	}
+	addGlobalFlags(cmd.Subcommands)
+	return cmd
 }
 
 // kbAPIError is a failed admin call, with the API's message.
@@ -226,7 +225,7 @@ func kbImport(c *cli.Context) error {
 	sum.OutsideLinks = outsideLinks(folder.Pages)
 
 	w := c.App.Writer
-	if c.Bool("json") {
+	if globalJSON(c) {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)
@@ -290,7 +289,7 @@ func kbList(c *cli.Context) error {
 	if err := kbCall(c, http.MethodGet, "/kbs", nil, "", &list); err != nil {
 		return fmt.Errorf("kb list: %w", err)
 	}
-	if c.Bool("json") {
+	if globalJSON(c) {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(list.Data)

@@ -55,9 +55,9 @@ func newApp(stages *pipeline.Registry) *cli.App {
 		Commands: []*cli.Command{
 			serveCommand(stages),
 			adminCommand(),
+			kbCommand(),
 			configCommand(stages),
 			completionCommand(),
-			kbCommand(),
 			{
 				Name:      "version",
 				Usage:     "print the version, the commit and the build date",

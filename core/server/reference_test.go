@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/admin"
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/kbapi"
 	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/core/server"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
@@ -176,7 +177,12 @@ func fullServer(t *testing.T) (*routes.Mux, *routes.Mux) {
 	cfg := config.Default(func(string) string { return "" })
 	log := hclog.NewNullLogger()
 	adm := admin.NewHandler(admin.NewService(nil, nil, time.Now, config.DefaultSignupCredit), nil, "tok", log)
-	o := server.Options{Config: cfg, Logger: log, Now: time.Now, Admin: adm}
+	// The knowledge base's routes, public and admin (handlers unused here).
+	kb := new(kbapi.API)
+	for _, rt := range kb.AdminRoutes() {
+		adm.Handle(rt.Pattern, rt.Handler)
+	}
+	o := server.Options{Config: cfg, Logger: log, Now: time.Now, Admin: adm, Knowledge: kb.Routes()}
 	v := reflect.ValueOf(&o).Elem()
 	handler := reflect.TypeFor[http.Handler]()
 	for i := range v.NumField() {
