@@ -208,16 +208,16 @@ func TestKnowledgeBase(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("put source: %d", resp.StatusCode)
 		}
-		if st := g.Admin("POST", "/kbs/nope/pages", map[string]any{"pages": pages}, nil); st != 404 {
+		if st := g.AdminStatus("POST", "/kbs/nope/pages", map[string]any{"pages": pages}, nil); st != 404 {
 			t.Fatalf("pages of a missing base: %d", st)
 		}
-		if st := g.Admin("PUT", "/kbs/bad%20id", map[string]any{}, nil); st != 400 {
+		if st := g.AdminStatus("PUT", "/kbs/bad%20id", map[string]any{}, nil); st != 400 {
 			t.Fatalf("a bad base id: %d", st)
 		}
-		if st := g.Admin("PUT", "/kbs/x", map[string]any{"readers": []string{"acct_nope"}}, nil); st != 400 {
+		if st := g.AdminStatus("PUT", "/kbs/x", map[string]any{"readers": []string{"acct_nope"}}, nil); st != 400 {
 			t.Fatalf("a reader that is no account: %d", st)
 		}
-		if st := g.Admin("POST", "/kbs/public/pages", map[string]any{"pages": []map[string]any{{"id": "x", "oops": 1}}}, nil); st != 400 {
+		if st := g.AdminStatus("POST", "/kbs/public/pages", map[string]any{"pages": []map[string]any{{"id": "x", "oops": 1}}}, nil); st != 400 {
 			t.Fatalf("an unknown page field: %d", st)
 		}
 	})
