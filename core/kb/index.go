@@ -74,7 +74,8 @@ type index struct {
 	src      pageSource
 	log      hclog.Logger
 	analyzer analysis.Analyzer
-	mu       sync.Mutex // one sync at a time
+	mu       sync.Mutex // one sync at a time; close waits for it
+	closed   bool       // guarded by mu
 	seq      atomic.Uint64
 }
 
@@ -200,7 +201,7 @@ func indexDoc(p *store.Page) map[string]any {
 func (x *index) sync(ctx context.Context) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for {
+	for !x.closed {
 		after := x.seq.Load()
 		cs, err := x.src.PageChanges(ctx, after, changeBatch)
 		if err != nil || len(cs) == 0 {
@@ -229,6 +230,7 @@ func (x *index) sync(ctx context.Context) error {
 		}
 		x.seq.Store(last)
 	}
+	return nil
 }
 
 // hit is one search result: a page id and its score.
@@ -292,4 +294,11 @@ func (x *index) terms(text string) analysis.TokenStream {
 	return x.analyzer.Analyze([]byte(text))
 }
 
-func (x *index) close() error { return x.bi.Close() }
+// close waits for a sync under way (the follow loop may still run while
+// the gateway shuts down); later syncs do nothing.
+func (x *index) close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.closed = true
+	return x.bi.Close()
+}
