@@ -172,10 +172,16 @@ func (s *Server) catalogEntry(m *config.Model) catalogEntry {
 	add("1M cache write tokens", p.CacheWrite)
 	add("1M output tokens", p.Output)
 	add("image", p.PerImage)
+	add("image above "+p.AreaThresholdMP+" megapixels", p.PerImageHD)
 	add("second", p.PerSecond)
 	add("call", p.PerCall)
 	add("1M characters", p.PerCharacter)
 	add("generation", p.PerGeneration)
+	for _, tier := range p.Tiers() {
+		if n, ok := p.PerSecondByResolution[tier]; ok {
+			add("second at "+tier, n)
+		}
+	}
 	if tiers == nil {
 		tiers = []catalogTier{}
 	}
