@@ -67,6 +67,9 @@ type Options struct {
 	// TLSDomains are the domains served over TLS (links to hosted files
 	// use the first when no public_url is set).
 	TLSDomains []string
+	// Healthz and Readyz answer the probes, GET /healthz (the process
+	// is alive) and GET /readyz (it can serve calls); no key. Optional.
+	Healthz, Readyz http.Handler
 }
 
 // Route is one public route: how it is reached and which chain serves it
@@ -120,6 +123,12 @@ func New(o Options) *Server {
 	if o.Admin != nil {
 		s.mux.Handle("/admin/v1/", o.Admin)
 	}
+	if o.Healthz != nil {
+		s.handle(http.MethodGet, "/healthz", "", o.Healthz.ServeHTTP)
+	}
+	if o.Readyz != nil {
+		s.handle(http.MethodGet, "/readyz", "", o.Readyz.ServeHTTP)
+	}
 	s.handle(http.MethodHead, "/{$}", "", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.handle(http.MethodGet, "/{$}", "", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -162,7 +171,7 @@ func (s *Server) read(h readHandler, o readOpts) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
-			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r,
+			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r, Pattern: r.Pattern,
 			W: pipeline.NewResponseWriter(w), Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
 			Handler: h,
 		}
@@ -265,6 +274,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 		Protocol:   p,
 		Billed:     true,
 		Request:    r,
+		Pattern:    r.Pattern,
 		W:          pipeline.NewResponseWriter(w),
 		ModelID:    model,
 		StreamPath: streamPath,
