@@ -105,7 +105,9 @@ func idle(gen *generation, d time.Duration) bool {
 // lateFinisher lets the engine be built before the chains that end its
 // tasks (the dispatch stage hands tasks to the engine); a reload points
 // it at the new generation's.
-type lateFinisher struct{ f atomic.Pointer[tasks.Finisher] }
+type lateFinisher struct {
+	f atomic.Pointer[tasks.Finisher]
+}
 
 func (l *lateFinisher) set(f tasks.Finisher) { l.f.Store(&f) }
 
