@@ -368,7 +368,7 @@ func (d *decoder) tls(b *hcl.Block) *TLS {
 	const where = "server.tls"
 	t := &TLS{}
 	c := d.content(b.Body, tlsSchema, where)
-	d.mark(Ref{Kind: "tls"}, b.DefRange, c)
+	d.mark(Ref{Kind: "server.tls"}, b.DefRange, c)
 	seen := map[string]bool{}
 	for _, it := range d.strList(c.Attributes["domains"], where) {
 		name := strings.ToLower(strings.TrimSpace(it.v))

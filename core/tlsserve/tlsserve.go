@@ -69,7 +69,7 @@ func New(o Options) (*TLS, error) {
 	if !t.Automatic() {
 		sc, err := loadStatic(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, c.Refuse(config.Ref{Kind: "tls", Attr: "cert_file"}, "%v", err)
+			return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "cert_file"}, "%v", err)
 		}
 		s.static = sc
 		s.cfg = &tls.Config{
@@ -89,11 +89,11 @@ func New(o Options) (*TLS, error) {
 	if t.CARoot != "" {
 		pem, err := os.ReadFile(t.CARoot)
 		if err != nil {
-			return nil, c.Refuse(config.Ref{Kind: "tls", Attr: "ca_root"}, "%v", err)
+			return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "ca_root"}, "%v", err)
 		}
 		roots = x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(pem) {
-			return nil, c.Refuse(config.Ref{Kind: "tls", Attr: "ca_root"}, "%s holds no PEM certificate", t.CARoot)
+			return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "ca_root"}, "%s holds no PEM certificate", t.CARoot)
 		}
 	}
 	storage := t.Storage
@@ -101,7 +101,7 @@ func New(o Options) (*TLS, error) {
 		storage = filepath.Join(o.DataDir, "certs")
 	}
 	if err := os.MkdirAll(storage, 0o700); err != nil {
-		return nil, c.Refuse(config.Ref{Kind: "tls", Attr: "storage"}, "%v", err)
+		return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "storage"}, "%v", err)
 	}
 	zl := zapLogger(s.log)
 	var magic *certmagic.Config
