@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/tlsserve"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -33,6 +34,9 @@ func Check(ctx context.Context, o Options) error {
 	defer plugins.Close()
 	vendors, err := preflight(ctx, cfg, reg, plugins, log)
 	if err != nil {
+		return err
+	}
+	if err := tlsserve.Check(cfg); err != nil {
 		return err
 	}
 	jobs, _, err := describeFamilies(ctx, cfg, vendors)

@@ -15,7 +15,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +57,39 @@ type TLS struct {
 	wg       sync.WaitGroup
 }
 
+// Check loads what the tls block names (the certificate files, the
+// ca_root) without serving or writing anything: `tollgate config check`.
+func Check(c *config.Config) error {
+	t := c.Server.TLS
+	switch {
+	case t == nil:
+		return nil
+	case !t.Automatic():
+		_, err := loadStatic(t.CertFile, t.KeyFile)
+		if err != nil {
+			return c.Refuse(config.Ref{Kind: "server.tls", Attr: "cert_file"}, "%v", err)
+		}
+	case t.CARoot != "":
+		_, err := rootPool(c)
+		return err
+	}
+	return nil
+}
+
+// rootPool reads ca_root.
+func rootPool(c *config.Config) (*x509.CertPool, error) {
+	t := c.Server.TLS
+	pem, err := os.ReadFile(t.CARoot)
+	if err != nil {
+		return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "ca_root"}, "%v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "ca_root"}, "%s holds no PEM certificate", t.CARoot)
+	}
+	return roots, nil
+}
+
 // New prepares HTTPS as cfg.Server.TLS says; nil when there is no tls
 // block. A problem the operator must fix (a certificate file that does not
 // load, an unreadable ca_root) is a *config.Error at its place in the
@@ -87,13 +122,9 @@ func New(o Options) (*TLS, error) {
 	}
 	var roots *x509.CertPool
 	if t.CARoot != "" {
-		pem, err := os.ReadFile(t.CARoot)
-		if err != nil {
-			return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "ca_root"}, "%v", err)
-		}
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, c.Refuse(config.Ref{Kind: "server.tls", Attr: "ca_root"}, "%s holds no PEM certificate", t.CARoot)
+		var err error
+		if roots, err = rootPool(c); err != nil {
+			return nil, err
 		}
 	}
 	storage := t.Storage
@@ -195,13 +226,19 @@ func (s *TLS) Reload() error {
 
 // HTTPHandler is what the plain-HTTP listener serves: ACME HTTP-01
 // challenges, and a permanent redirect to HTTPS (on the port of httpsAddr
-// when it is not 443) for everything else.
+// when it is not 443) for everything else. The redirect keeps the
+// request's host when it is one of the domains (or there are none), else
+// goes to the first domain: a forged Host does not make it an open
+// redirect.
 func (s *TLS) HTTPHandler(httpsAddr string) http.Handler {
 	_, port := hostPort(httpsAddr)
 	redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
+		}
+		if len(s.domains) > 0 && !slices.Contains(s.domains, strings.ToLower(host)) {
+			host = s.domains[0]
 		}
 		if port != 0 && port != 443 {
 			host = net.JoinHostPort(host, strconv.Itoa(port))

@@ -201,15 +201,21 @@ server {
 		t.Errorf("after one call: balance %s held %s (cost %s), want cost %s", a.Balance, a.Held, cost, want)
 	}
 
-	// Plain HTTP: redirected to HTTPS.
+	// Plain HTTP: redirected to HTTPS on the domain (a host that is not
+	// one of the domains is not kept: no open redirect).
 	noFollow := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	r, err := noFollow.Get("http://127.0.0.1:" + strconv.Itoa(httpPort) + "/v1/models?x=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	if loc := r.Header.Get("Location"); r.StatusCode != http.StatusPermanentRedirect || loc != base+"/v1/models?x=1" {
-		t.Errorf("plain HTTP: %d Location %q, want 308 to %s/v1/models?x=1", r.StatusCode, loc, base)
+	for _, host := range []string{tlsDomain, "evil.example"} {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+strconv.Itoa(httpPort)+"/v1/models?x=1", nil)
+		req.Host = host
+		r, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		want := "https://" + tlsDomain + ":" + strconv.Itoa(httpsPort) + "/v1/models?x=1"
+		if loc := r.Header.Get("Location"); r.StatusCode != http.StatusPermanentRedirect || loc != want {
+			t.Errorf("plain HTTP for %s: %d Location %q, want 308 to %s", host, r.StatusCode, loc, want)
+		}
 	}
 
 	// A 30 s certificate is due for renewal after 6 s (ratio 0.8); the
