@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
 			NoProxyReference: *noProxy, Metrics: *withMetrics,
-			CPUProfile:       *cpuProfile, MemProfile: *memProfile,
+			CPUProfile: *cpuProfile, MemProfile: *memProfile,
 		}
 		if *cases != "" {
 			o.Only = strings.Split(*cases, ",")

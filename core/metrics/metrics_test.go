@@ -30,7 +30,7 @@ func call(model *config.Model) *pipeline.Call {
 		Pattern: "POST /v1/chat/completions", W: w, Model: model, Served: true,
 		Usage:         protocol.Usage{InputTokens: 12, OutputTokens: 8, CachedTokens: 2},
 		UpstreamCalls: 1, UpstreamTime: 500 * time.Millisecond,
-		Row:           &store.LogRow{Cost: money.MustParse("0.000123456")},
+		Row: &store.LogRow{Cost: money.MustParse("0.000123456")},
 	}
 }
 

@@ -138,7 +138,7 @@ server {
 	}
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: tlsDomain},
+		TLSClientConfig:   &tls.Config{RootCAs: roots, ServerName: tlsDomain},
 		ForceAttemptHTTP2: true,
 	}}
 	base := "https://127.0.0.1:" + strconv.Itoa(httpsPort)
