@@ -24,6 +24,9 @@ type Call struct {
 	Request  *http.Request
 	W        *ResponseWriter
 	Body     []byte // the client body, read once
+	// Pattern is the route's pattern (POST /v1/chat/completions): what
+	// metrics count calls by, never the raw path.
+	Pattern string
 
 	// How the route authenticates: the key forms it accepts, whether the
 	// account's rpm and concurrency limits count the call (Uncounted: the
@@ -74,8 +77,10 @@ type Call struct {
 	UpstreamTried bool   // at least one channel was called
 	UpstreamCalls int    // channels called, the served or final one included
 	Channel       string // channel that served
-	UpstreamErr   string // error detail for the row, redacted later
-	response      *pendingResponse
+	// UpstreamTime is the time spent in upstream attempts, all of them.
+	UpstreamTime time.Duration
+	UpstreamErr  string // error detail for the row, redacted later
+	response     *pendingResponse
 
 	// Set by idempotency when it replayed a kept answer: the request id
 	// of the call that produced it. The rest of the chain does not run;
@@ -169,10 +174,11 @@ func (c *Call) flushResponse() {
 // started and whether the client is still there.
 type ResponseWriter struct {
 	http.ResponseWriter
-	status  int
-	written int64
-	failed  bool     // a write to the client failed: it went away
-	capture *capture // records the answer for idempotent replay; nil = off
+	status    int
+	firstByte time.Time // when the status went out
+	written   int64
+	failed    bool     // a write to the client failed: it went away
+	capture   *capture // records the answer for idempotent replay; nil = off
 	// keptAlive: a slow synchronous answer went out as 200 with
 	// whitespace; the body follows (job.go).
 	keptAlive bool
@@ -187,6 +193,9 @@ func NewResponseWriter(w http.ResponseWriter) *ResponseWriter {
 // Started reports whether the status line was sent.
 func (w *ResponseWriter) Started() bool { return w.status != 0 }
 
+// FirstByte is when the status line was sent; zero if not yet.
+func (w *ResponseWriter) FirstByte() time.Time { return w.firstByte }
+
 // Status is the status sent, 0 if none yet.
 func (w *ResponseWriter) Status() int { return w.status }
 
@@ -198,6 +207,7 @@ func (w *ResponseWriter) WriteHeader(status int) {
 		return
 	}
 	w.status = status
+	w.firstByte = time.Now()
 	if w.capture != nil {
 		w.capture.start(w.Header())
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
@@ -32,6 +33,11 @@ type Deps struct {
 	// Files hosts the results of jobs; Tasks takes the async ones.
 	Files FileHost
 	Tasks TaskOwner
+	// Tracer opens the spans of stages and upstream attempts; nil means
+	// tracing is off (observe.go). Observer is told of every call once
+	// its chain ran (metrics); nil means none.
+	Tracer   trace.Tracer
+	Observer CallObserver
 }
 
 // FileHost keeps a job's result file and hands out a signed, expiring

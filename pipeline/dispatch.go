@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/codec"
@@ -43,6 +44,7 @@ type dispatchStage struct {
 	red     *redact.Redactor // masks upstream error messages shown to clients
 	now     func() time.Time
 	log     hclog.Logger
+	tracer  trace.Tracer // nil: tracing off
 }
 
 func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
@@ -55,7 +57,7 @@ func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
 		red = RedactorFor(d.Config)
 	}
 	return &dispatchStage{vendors: d.Vendors, jobs: d.Jobs, store: d.Store, files: d.Files, tasks: d.Tasks,
-		health: h, red: red, now: d.Now, log: d.Logger.Named("dispatch")}, nil
+		health: h, red: red, now: d.Now, log: d.Logger.Named("dispatch"), tracer: d.Tracer}, nil
 }
 
 func (s *dispatchStage) Name() string { return "dispatch" }
@@ -127,10 +129,18 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 			}
 			req.Timeout = timeout
 			actx, acancel := context.WithTimeout(ctx, timeout)
+			var span trace.Span
+			if s.tracer != nil {
+				actx, span, req.Headers = s.attemptSpan(actx, ch.Name, ch.Vendor, req.Headers)
+			}
 			if c.Stream {
 				res, err = s.stream(actx, c, v, req)
 			} else {
 				res, err = s.unary(actx, c, v, req)
+			}
+			s.upstreamTime(c, started)
+			if span != nil {
+				endSpan(span, err)
 			}
 			acancel()
 		}

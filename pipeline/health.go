@@ -91,3 +91,24 @@ func (h *Health) Failure(channel string) {
 		b.openUntil = h.now().Add(h.Cooldown)
 	}
 }
+
+// Breaker states, as State reports them (and metrics show them).
+const (
+	BreakerClosed   = 0 // the channel is used
+	BreakerOpen     = 1 // taken out until its cooldown ends
+	BreakerHalfOpen = 2 // cooldown over: the next call is a probe
+)
+
+// State reports the channel's breaker.
+func (h *Health) State(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.m[channel]
+	switch {
+	case b == nil || b.failures < h.Threshold:
+		return BreakerClosed
+	case h.now().Before(b.openUntil):
+		return BreakerOpen
+	}
+	return BreakerHalfOpen
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidwall/sjson"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
@@ -175,7 +176,15 @@ func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.D
 			err = apierr.Newf(apierr.UpstreamUnreachable, "the vendor plugin %q is not running", ch.Vendor)
 		} else {
 			actx, cancel := context.WithTimeout(ctx, attempt)
+			var span trace.Span
+			if s.tracer != nil {
+				actx, span, _ = s.attemptSpan(actx, ch.Name, ch.Vendor, nil)
+			}
 			out, err = s.oneJob(actx, c, v, ch, attempt)
+			s.upstreamTime(c, started)
+			if span != nil {
+				endSpan(span, err)
+			}
 			cancel()
 		}
 		retry := false
@@ -229,6 +238,7 @@ func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.D
 func (s *dispatchStage) oneJob(ctx context.Context, c *Call, v vendor.Jobs, ch *config.Channel, attempt time.Duration) (*vendor.JobOutcome, error) {
 	req := jobRequest(c, ch)
 	req.Timeout = attempt
+	req.Headers = traceHeaders(ctx)
 	if !c.Job.Plan.UpstreamJob {
 		return v.Run(ctx, req)
 	}
@@ -344,7 +354,16 @@ func (s *dispatchStage) submitUpstream(ctx context.Context, c *Call) (*vendor.Jo
 		} else {
 			req := jobRequest(c, ch)
 			req.Timeout = submitTimeout
-			out, err = v.Submit(ctx, req)
+			sctx := ctx
+			var span trace.Span
+			if s.tracer != nil {
+				sctx, span, req.Headers = s.attemptSpan(ctx, ch.Name, ch.Vendor, nil)
+			}
+			out, err = v.Submit(sctx, req)
+			s.upstreamTime(c, started)
+			if span != nil {
+				endSpan(span, err)
+			}
 		}
 		var e *apierr.Error
 		switch {

@@ -93,6 +93,12 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what,
 		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost up to "+h.Amount.String()+
 			" credits ("+what+"), more than the account's available balance; "+fix)
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// Fail closed: a call whose charge cannot be recorded is not served.
+		e := apierr.New(apierr.InternalError, "the gateway's store is failing, so the charge of this call could not be recorded and the call was not served; try again later")
+		e.Cause = err
+		return e
+	}
 	if err != nil {
 		return apierr.Internal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Stage is one step of the chain.
@@ -126,6 +127,9 @@ var required = []string{"auth", "allowlist", "precharge", "translate", "dispatch
 type Chain struct {
 	stages []Stage
 	log    hclog.Logger
+	tracer trace.Tracer // nil: tracing off
+	names  []string     // span names, by stage
+	obs    CallObserver // nil: no metrics
 }
 
 // Chains are the compiled chain of each kind of call: the configured
@@ -160,12 +164,13 @@ func Build(reg *Registry, d *Deps, order []string, settings map[string]map[strin
 	}
 	cs := &Chains{all: ch, byKind: map[Kind]*Chain{}}
 	for _, k := range Kinds {
-		kc := &Chain{log: ch.log}
+		kc := &Chain{log: ch.log, tracer: d.Tracer, obs: d.Observer}
 		for _, s := range ch.stages {
 			if slices.Contains(kindsOf(s), k) {
 				kc.stages = append(kc.stages, s)
 			}
 		}
+		kc.names = spanNames(kc.stages)
 		cs.byKind[k] = kc
 	}
 	return cs, nil
@@ -241,15 +246,18 @@ func (ch *Chain) runAfter(ctx context.Context, name string, c *Call) {
 	for i := len(c.deferred) - 1; i >= 0; i-- {
 		c.deferred[i]()
 	}
+	if ch.obs != nil {
+		ch.obs.TaskDone(c)
+	}
 }
 
 // Run takes the call through the chain. Errors are rendered right away
 // (when nothing was written yet) so the client is not kept waiting for the
 // ledger; then the finishing stages run.
 func (ch *Chain) Run(ctx context.Context, c *Call) {
-	for _, s := range ch.stages {
+	for i, s := range ch.stages {
 		if c.Err == nil && c.ReplayOf == "" {
-			if err := s.Serve(ctx, c); err != nil {
+			if err := ch.serveStage(ctx, i, c); err != nil {
 				c.fail(err)
 				if c.Err.Status >= 500 && c.Err.Cause != nil {
 					ch.log.Error("stage failed", "stage", s.Name(), "request_id", c.ID, "error", c.Err.Cause)
@@ -259,11 +267,14 @@ func (ch *Chain) Run(ctx context.Context, c *Call) {
 			continue
 		}
 		if f, ok := s.(Finisher); ok {
-			f.Finish(ctx, c) // after an error, or a replay
+			ch.finishStage(ctx, i, f, c) // after an error, or a replay
 		}
 	}
 	c.flushResponse()
 	for i := len(c.deferred) - 1; i >= 0; i-- {
 		c.deferred[i]()
+	}
+	if ch.obs != nil {
+		ch.obs.CallDone(c)
 	}
 }

@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	noProxy := fs.Bool("no-proxy-reference", false, "skip measuring a bare reverse proxy for scale")
 	cases := fs.String("cases", "", "comma-separated case names to run (default: all)")
 	logLevel := fs.String("gateway-log-level", "info", "the gateway's --log-level")
+	withMetrics := fs.Bool("metrics", false, "serve /metrics beside the gateway (server.metrics_listen): measure it with its Prometheus hooks on")
 	check := fs.Bool("check", false, "print PASS/FAIL against the performance budget; exit 1 on FAIL")
 	fromJSON := fs.String("from-json", "", "render the table, chart and checks of an earlier results file instead of running")
 	if err := fs.Parse(args); err != nil {
@@ -65,8 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
-			NoProxyReference: *noProxy,
-			CPUProfile:       *cpuProfile, MemProfile: *memProfile,
+			NoProxyReference: *noProxy, Metrics: *withMetrics,
+			CPUProfile: *cpuProfile, MemProfile: *memProfile,
 		}
 		if *cases != "" {
 			o.Only = strings.Split(*cases, ",")

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/gateway"
 	"github.com/tollgate-gw/tollgate/pipeline"
 )
@@ -40,19 +41,47 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 			if c.NArg() > 0 {
 				return fmt.Errorf("serve takes no arguments (give the config with --config), got %q", c.Args().Slice())
 			}
-			cfg, err := loadConfig(c.String("config"))
+			load := func() (*config.Config, error) {
+				cfg, err := loadConfig(c.String("config"))
+				if err != nil {
+					return nil, err
+				}
+				if d := c.String("data-dir"); d != "" {
+					cfg.Store.Dir = d
+				}
+				if l := c.String("listen"); l != "" {
+					cfg.Server.Listen = l
+				}
+				return cfg, nil
+			}
+			cfg, err := load()
 			if err != nil {
 				return err
 			}
-			if d := c.String("data-dir"); d != "" {
-				cfg.Store.Dir = d
-			}
-			if l := c.String("listen"); l != "" {
-				cfg.Server.Listen = l
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return gateway.Run(ctx, gateway.Options{Config: cfg, Logger: log, Stages: stages, Out: c.App.Writer})
+			// SIGHUP reads the config again (docs/operations.md).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			reload := make(chan struct{}, 1)
+			go func() {
+				for {
+					select {
+					case <-hup:
+						select {
+						case reload <- struct{}{}:
+						default: // one is already waiting
+						}
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
+			return gateway.Run(ctx, gateway.Options{
+				Config: cfg, Logger: log, Stages: stages, Out: c.App.Writer,
+				Reload: reload, LoadConfig: load,
+			})
 		},
 	}
 }

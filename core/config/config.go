@@ -25,6 +25,8 @@ type Config struct {
 	Limits   Limits
 	Pipeline Pipeline
 	Accounts Accounts
+	// Telemetry is the `telemetry {}` block: OpenTelemetry traces.
+	Telemetry Telemetry
 	// Disabled names the channels written with `enabled = false`: checked
 	// like any other, then left out of Channels, so no plugin starts for
 	// them and no call reaches them.
@@ -59,19 +61,75 @@ type Server struct {
 	// Durability is "" (default: the write-ahead log is written before the
 	// response ends, fsync left to the OS) or "strict" (fsync, group commit).
 	Durability string
-	// TLS, when set, serves HTTPS for Domain with automatic certificates.
+	// TLS, when set, serves HTTPS: automatic certificates for Domains
+	// (ACME, certmagic), or the operator's own CertFile and KeyFile.
 	TLS *TLS
 	// PublicURL is the base of the links the gateway hands out for files
 	// it hosts (https://gw.example.com); empty means https:// and the TLS
 	// domain when TLS is on, else the request's own host.
 	PublicURL string
+	// HTTPListen serves plain HTTP beside HTTPS: ACME HTTP-01 challenges
+	// and a redirect of everything else to HTTPS. Default ":80" with
+	// automatic certificates, off otherwise; "" turns it off.
+	HTTPListen string
+	// MetricsListen serves GET /metrics (Prometheus text format) on its
+	// own address; empty (the default) means off.
+	MetricsListen string
+	// DrainTimeout bounds how long calls under way may take to finish
+	// once the gateway is told to stop (SIGTERM); default 30s.
+	DrainTimeout time.Duration
 }
 
-// TLS is the `server { tls {} }` block.
+// DefaultDrainTimeout is server.drain_timeout when it is not written.
+const DefaultDrainTimeout = 30 * time.Second
+
+// TLS is the `server { tls {} }` block: automatic certificates for
+// Domains from an ACME CA, or static CertFile and KeyFile.
 type TLS struct {
-	Domain string
-	Email  string
-	CA     string // ACME directory URL; empty = Let's Encrypt
+	// Domains are the names served; the first is the host of links to
+	// hosted files when no public_url is set. Required for automatic
+	// certificates.
+	Domains []string
+	// Email is the ACME account's contact (expiry notices).
+	Email string
+	// CA is the ACME directory URL; empty = Let's Encrypt.
+	CA string
+	// CARoot is a PEM file of the root that signs the ACME directory's own
+	// HTTPS certificate (a private ACME server such as step-ca); empty =
+	// the system's roots.
+	CARoot string
+	// Storage is the directory certificates and the ACME account are kept
+	// in; empty = <data dir>/certs.
+	Storage string
+	// RenewInterval is how often certificates are checked for renewal
+	// (default 10m); RenewalWindowRatio the part of a certificate's
+	// lifetime left when it is renewed (default 1/3). Caddy's names.
+	RenewInterval      time.Duration
+	RenewalWindowRatio float64
+	// CertFile and KeyFile are the operator's own PEM certificate chain
+	// and key, read again when they change and on SIGHUP.
+	CertFile, KeyFile string
+}
+
+// Automatic reports whether certificates come from an ACME CA.
+func (t *TLS) Automatic() bool { return t != nil && t.CertFile == "" }
+
+// Telemetry is the `telemetry {}` block: traces exported over OTLP. The
+// standard OTEL_* environment variables configure what the block leaves
+// out; traces are off unless an endpoint is set by either.
+type Telemetry struct {
+	// Endpoint is the OTLP collector URL (http://127.0.0.1:4318 for
+	// http/protobuf, http://127.0.0.1:4317 for grpc).
+	Endpoint string
+	// Protocol is "http/protobuf" (default) or "grpc".
+	Protocol string
+	// SamplerRatio is the share of new traces recorded, 0 to 1 (default
+	// 1); a client's traceparent decides for its own trace.
+	SamplerRatio *float64
+	// ServiceName is service.name on every span; default "tollgate".
+	ServiceName string
+	// Headers are sent with every export (a collector's API key).
+	Headers map[string]string
 }
 
 // Store is the `store "badger" {}` block.

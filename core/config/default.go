@@ -28,7 +28,7 @@ func Default(env func(string) string) *Config {
 		all[i] = string(p)
 	}
 	cfg := &Config{
-		Server:   Server{Listen: DefaultListen, AllowPrivateURLs: true},
+		Server:   Server{Listen: DefaultListen, AllowPrivateURLs: true, DrainTimeout: DefaultDrainTimeout},
 		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
 		Limits:   Limits{RPM: 600, Concurrency: 64},
 		Accounts: Accounts{SignupCredit: DefaultSignupCredit},

@@ -174,11 +174,12 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "stage", LabelNames: []string{"name"}},
 	{Type: "accounts"},
 	{Type: "knowledge_base", LabelNames: []string{"id"}},
+	{Type: "telemetry"},
 }}
 
 func (d *decoder) file(body hcl.Body) *Config {
 	cfg := &Config{
-		Server:   Server{Listen: DefaultListen},
+		Server:   Server{Listen: DefaultListen, DrainTimeout: DefaultDrainTimeout},
 		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
 		Accounts: Accounts{SignupCredit: DefaultSignupCredit},
 	}
@@ -187,7 +188,7 @@ func (d *decoder) file(body hcl.Body) *Config {
 	for _, b := range content.Blocks {
 		byType[b.Type] = append(byType[b.Type], b)
 	}
-	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts"} {
+	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "telemetry"} {
 		blocks := byType[typ]
 		for _, extra := range blocks[min(1, len(blocks)):] {
 			d.errorf(extra.DefRange, "", "duplicate %s block (the first is at %s)", typ, at(blocks[0].DefRange))
@@ -207,6 +208,9 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 	if b := first(byType["accounts"]); b != nil {
 		d.accounts(b, &cfg.Accounts)
+	}
+	if b := first(byType["telemetry"]); b != nil {
+		d.telemetry(b, &cfg.Telemetry)
 	}
 
 	seen := map[string]hcl.Range{}
@@ -296,6 +300,7 @@ var serverSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "listen"}, {Name: "admin_token"}, {Name: "master_key"},
 		{Name: "allow_private_urls"}, {Name: "durability"}, {Name: "public_url"},
+		{Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -325,6 +330,20 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 		d.checkURL(a, where, "public_url", s.PublicURL)
 		s.PublicURL = strings.TrimRight(s.PublicURL, "/")
 	}
+	for _, name := range []string{"http_listen", "metrics_listen"} {
+		a := c.Attributes[name]
+		dst := &s.HTTPListen
+		if name == "metrics_listen" {
+			dst = &s.MetricsListen
+		}
+		if a != nil && d.str(a, where, dst) && *dst != "" {
+			if _, _, err := net.SplitHostPort(*dst); err != nil {
+				d.errorf(a.Expr.Range(), where, "%s: %q is not host:port (%v)", name, *dst, err)
+			}
+		}
+	}
+	s.DrainTimeout = DefaultDrainTimeout
+	d.duration(c.Attributes["drain_timeout"], where, &s.DrainTimeout)
 	for i, tb := range c.Blocks {
 		if i > 0 {
 			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))
@@ -333,26 +352,118 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 		d.ranges[Ref{Kind: "server", Attr: "tls"}] = tb.DefRange
 		s.TLS = d.tls(tb)
 	}
+	if s.TLS == nil {
+		return
+	}
+	// HTTPS has its own well-known ports: listen defaults to :443 and,
+	// with automatic certificates, the redirect and HTTP-01 to :80.
+	if c.Attributes["listen"] == nil {
+		s.Listen = ":443"
+	}
+	if c.Attributes["http_listen"] == nil && s.TLS.Automatic() {
+		s.HTTPListen = ":80"
+	}
 }
 
 var tlsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-	{Name: "domain", Required: true}, {Name: "email"}, {Name: "ca"},
+	{Name: "domains"}, {Name: "email"}, {Name: "ca"}, {Name: "ca_root"}, {Name: "storage"},
+	{Name: "renew_interval"}, {Name: "renewal_window_ratio"},
+	{Name: "cert_file"}, {Name: "key_file"},
 }}
+
+// acmeOnly are the tls attributes that only automatic certificates use.
+var acmeOnly = []string{"email", "ca", "ca_root", "storage", "renew_interval", "renewal_window_ratio"}
 
 func (d *decoder) tls(b *hcl.Block) *TLS {
 	const where = "server.tls"
 	t := &TLS{}
 	c := d.content(b.Body, tlsSchema, where)
-	if a := c.Attributes["domain"]; a != nil && d.str(a, where, &t.Domain) {
-		if t.Domain == "" || strings.ContainsAny(t.Domain, "/: ") {
-			d.errorf(a.Expr.Range(), where, "domain: %q is not a host name", t.Domain)
+	d.mark(Ref{Kind: "server.tls"}, b.DefRange, c)
+	seen := map[string]bool{}
+	for _, it := range d.strList(c.Attributes["domains"], where) {
+		name := strings.ToLower(strings.TrimSpace(it.v))
+		switch {
+		case name == "" || strings.ContainsAny(name, "/: *") || net.ParseIP(name) != nil:
+			d.errorf(it.r, where, "domains: %q is not a host name (IP addresses and wildcards cannot be validated over HTTP or TLS-ALPN)", it.v)
+		case seen[name]:
+			d.errorf(it.r, where, "domains: %q is listed twice", it.v)
+		default:
+			seen[name] = true
+			t.Domains = append(t.Domains, name)
 		}
 	}
 	d.str(c.Attributes["email"], where, &t.Email)
 	if a := c.Attributes["ca"]; a != nil && d.str(a, where, &t.CA) && t.CA != "" {
 		d.checkURL(a, where, "ca", t.CA)
 	}
+	d.str(c.Attributes["ca_root"], where, &t.CARoot)
+	d.str(c.Attributes["storage"], where, &t.Storage)
+	d.duration(c.Attributes["renew_interval"], where, &t.RenewInterval)
+	if a := c.Attributes["renewal_window_ratio"]; a != nil {
+		if v, ok := d.value(a, where); ok {
+			f := number(v)
+			if f <= 0 || f >= 1 {
+				d.errorf(a.Expr.Range(), where, "renewal_window_ratio: want a number between 0 and 1 (the part of a certificate's lifetime left when it is renewed; default 0.333)")
+			} else {
+				t.RenewalWindowRatio = f
+			}
+		}
+	}
+	d.str(c.Attributes["cert_file"], where, &t.CertFile)
+	d.str(c.Attributes["key_file"], where, &t.KeyFile)
+	cert, key := c.Attributes["cert_file"], c.Attributes["key_file"]
+	switch {
+	case (cert == nil) != (key == nil):
+		r := b.DefRange
+		if cert != nil {
+			r = cert.Expr.Range()
+		} else if key != nil {
+			r = key.Expr.Range()
+		}
+		d.errorf(r, where, "cert_file and key_file go together: give both (your own certificate) or neither (automatic certificates for domains)")
+	case cert != nil:
+		for _, name := range acmeOnly {
+			if a := c.Attributes[name]; a != nil {
+				d.errorf(a.NameRange, where, "%s: only automatic certificates use it, and this block names its own cert_file; remove one or the other", name)
+			}
+		}
+	case c.Attributes["domains"] == nil:
+		d.errorf(b.DefRange, where, "domains is required for automatic certificates (domains = [\"gw.example.com\"]), or give cert_file and key_file")
+	case len(t.Domains) == 0 && !d.diags.HasErrors():
+		d.errorf(c.Attributes["domains"].Expr.Range(), where, "domains: name at least one domain")
+	}
 	return t
+}
+
+var telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "endpoint"}, {Name: "protocol"}, {Name: "sampler_ratio"}, {Name: "service_name"}, {Name: "headers"},
+}}
+
+// TelemetryProtocols are the OTLP transports telemetry.protocol names.
+var TelemetryProtocols = []string{"http/protobuf", "grpc"}
+
+func (d *decoder) telemetry(b *hcl.Block, t *Telemetry) {
+	const where = "telemetry"
+	c := d.content(b.Body, telemetrySchema, where)
+	d.mark(Ref{Kind: "telemetry"}, b.DefRange, c)
+	if a := c.Attributes["endpoint"]; a != nil && d.str(a, where, &t.Endpoint) && t.Endpoint != "" {
+		d.checkURL(a, where, "endpoint", t.Endpoint)
+	}
+	if a := c.Attributes["protocol"]; a != nil && d.str(a, where, &t.Protocol) && !contains(TelemetryProtocols, t.Protocol) {
+		d.errorf(a.Expr.Range(), where, "protocol: unknown value %q (want %s)", t.Protocol, strings.Join(TelemetryProtocols, " or "))
+	}
+	if a := c.Attributes["sampler_ratio"]; a != nil {
+		if v, ok := d.value(a, where); ok {
+			f := number(v)
+			if f < 0 || f > 1 {
+				d.errorf(a.Expr.Range(), where, "sampler_ratio: want a number from 0 to 1 (the share of new traces recorded)")
+			} else {
+				t.SamplerRatio = &f
+			}
+		}
+	}
+	d.str(c.Attributes["service_name"], where, &t.ServiceName)
+	t.Headers = d.strMap(c.Attributes["headers"], where)
 }
 
 func (d *decoder) checkURL(a *hcl.Attribute, where, name, raw string) {
@@ -1012,6 +1123,15 @@ func (d *decoder) strList(a *hcl.Attribute, where string) []item {
 		out = append(out, item{e.AsString(), a.Expr.Range()})
 	}
 	return out
+}
+
+// number is v as a float, or -1 when it is not a number.
+func number(v cty.Value) float64 {
+	if v.Type() != cty.Number {
+		return -1
+	}
+	f, _ := v.AsBigFloat().Float64()
+	return f
 }
 
 func friendly(v cty.Value) string {

@@ -53,7 +53,7 @@ func TestParseBlocks(t *testing.T) {
 			desc: "empty file gets the defaults",
 			src:  ``,
 			check: func(t *testing.T, c *Config) {
-				want := Server{Listen: "127.0.0.1:8080"}
+				want := Server{Listen: "127.0.0.1:8080", DrainTimeout: 30 * time.Second}
 				if !reflect.DeepEqual(c.Server, want) {
 					t.Errorf("server = %+v, want %+v", c.Server, want)
 				}
@@ -73,10 +73,16 @@ func TestParseBlocks(t *testing.T) {
   master_key         = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
   allow_private_urls = true
   durability         = "strict"
+  metrics_listen     = "127.0.0.1:9090"
+  drain_timeout      = "5s"
   tls {
-    domain = "gw.example.com"
-    email  = "ops@example.com"
-    ca     = "https://127.0.0.1:14000/dir"
+    domains              = ["GW.example.com", "api.example.com"]
+    email                = "ops@example.com"
+    ca                   = "https://127.0.0.1:14000/dir"
+    ca_root              = "/etc/pebble.pem"
+    storage              = "/var/lib/certs"
+    renew_interval       = "1m"
+    renewal_window_ratio = 0.5
   }
 }`,
 			check: func(t *testing.T, c *Config) {
@@ -84,7 +90,10 @@ func TestParseBlocks(t *testing.T) {
 					Listen: "0.0.0.0:9000", AdminToken: "admin-secret",
 					MasterKey:        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
 					AllowPrivateURLs: true, Durability: "strict",
-					TLS: &TLS{Domain: "gw.example.com", Email: "ops@example.com", CA: "https://127.0.0.1:14000/dir"},
+					HTTPListen: ":80", MetricsListen: "127.0.0.1:9090", DrainTimeout: 5 * time.Second,
+					TLS: &TLS{Domains: []string{"gw.example.com", "api.example.com"}, Email: "ops@example.com",
+						CA: "https://127.0.0.1:14000/dir", CARoot: "/etc/pebble.pem", Storage: "/var/lib/certs",
+						RenewInterval: time.Minute, RenewalWindowRatio: 0.5},
 				}
 				if !reflect.DeepEqual(c.Server, want) {
 					t.Errorf("server = %+v, want %+v", c.Server, want)
@@ -431,18 +440,53 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:1,23-29: server: master_key: want 64 hex characters (32 bytes), got 4 characters`,
 		},
 		{
-			desc: "tls without domain",
+			desc: "tls without domains",
 			src:  "server {\n  tls {\n    email = \"a@b.c\"\n  }\n}",
-			want: `t.hcl:2,7-7: server.tls: Missing required argument; The argument "domain" is required, but no definition was found.`,
+			want: `t.hcl:2,3-6: server.tls: domains is required for automatic certificates (domains = ["gw.example.com"]), or give cert_file and key_file`,
+		},
+		{
+			desc: "tls domain is not a host name",
+			src:  "server {\n  tls {\n    domains = [\"ok.example\", \"*.example\"]\n  }\n}",
+			want: `t.hcl:3,30-41: server.tls: domains: "*.example" is not a host name (IP addresses and wildcards cannot be validated over HTTP or TLS-ALPN)`,
+		},
+		{
+			desc: "tls cert without key",
+			src:  "server {\n  tls {\n    cert_file = \"/c.pem\"\n  }\n}",
+			want: `t.hcl:3,17-25: server.tls: cert_file and key_file go together: give both (your own certificate) or neither (automatic certificates for domains)`,
+		},
+		{
+			desc: "tls static with an acme setting",
+			src:  "server {\n  tls {\n    cert_file = \"/c.pem\"\n    key_file = \"/k.pem\"\n    email = \"a@b.c\"\n  }\n}",
+			want: `t.hcl:5,5-10: server.tls: email: only automatic certificates use it, and this block names its own cert_file; remove one or the other`,
+		},
+		{
+			desc: "tls window ratio out of range",
+			src:  "server {\n  tls {\n    domains = [\"a.example\"]\n    renewal_window_ratio = 1.5\n  }\n}",
+			want: `t.hcl:4,28-31: server.tls: renewal_window_ratio: want a number between 0 and 1 (the part of a certificate's lifetime left when it is renewed; default 0.333)`,
 		},
 		{
 			desc: "tls ca not a URL",
-			src:  "server {\n  tls {\n    domain = \"x.example\"\n    ca     = \"acme\"\n  }\n}",
+			src:  "server {\n  tls {\n    domains = [\"x.example\"]\n    ca     = \"acme\"\n  }\n}",
 			want: "t.hcl:4,14-20: server.tls: ca: \"acme\" is not an http(s) URL",
 		},
 		{
+			desc: "metrics_listen not host:port",
+			src:  `server { metrics_listen = "9090" }`,
+			want: `t.hcl:1,27-33: server: metrics_listen: "9090" is not host:port (address 9090: missing port in address)`,
+		},
+		{
+			desc: "telemetry protocol unknown",
+			src:  `telemetry { protocol = "http/json" }`,
+			want: `t.hcl:1,24-35: telemetry: protocol: unknown value "http/json" (want http/protobuf or grpc)`,
+		},
+		{
+			desc: "telemetry sampler ratio",
+			src:  `telemetry { sampler_ratio = "half" }`,
+			want: `t.hcl:1,29-35: telemetry: sampler_ratio: want a number from 0 to 1 (the share of new traces recorded)`,
+		},
+		{
 			desc: "tls twice",
-			src:  "server {\n  tls { domain = \"a.example\" }\n  tls { domain = \"b.example\" }\n}",
+			src:  "server {\n  tls { domains = [\"a.example\"] }\n  tls { domains = [\"b.example\"] }\n}",
 			want: `t.hcl:3,3-6: server: duplicate tls block (the first is at t.hcl:2)`,
 		},
 		{
@@ -889,11 +933,29 @@ func TestRenderRoundTrip(t *testing.T) {
   master_key         = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
   allow_private_urls = true
   durability         = "strict"
+  metrics_listen     = "127.0.0.1:9090"
+  drain_timeout      = "5s"
   tls {
-    domain = "gw.example.com"
-    email  = "ops@example.com"
-    ca     = "https://127.0.0.1:14000/dir"
+    domains              = ["gw.example.com"]
+    email                = "ops@example.com"
+    ca                   = "https://127.0.0.1:14000/dir"
+    renew_interval       = "1m"
+    renewal_window_ratio = 0.25
   }
+}`},
+		{desc: "server with static tls", src: `server {
+  http_listen = "127.0.0.1:8081"
+  tls {
+    cert_file = "/etc/tls/cert.pem"
+    key_file  = "/etc/tls/key.pem"
+  }
+}`},
+		{desc: "telemetry", src: `telemetry {
+  endpoint      = "http://127.0.0.1:4318"
+  protocol      = "grpc"
+  sampler_ratio = 0.5
+  service_name  = "gw"
+  headers       = { "api-key" = "x" }
 }`},
 		{desc: "plugins and channels", src: chatModels + `
 plugin "openai" {

@@ -27,11 +27,42 @@ func Render(c *Config) string {
 		s.SetAttributeValue("allow_private_urls", cty.True)
 	}
 	setStr(s, "durability", c.Server.Durability)
+	setStr(s, "public_url", c.Server.PublicURL)
+	setStr(s, "metrics_listen", c.Server.MetricsListen)
+	if c.Server.DrainTimeout != DefaultDrainTimeout {
+		s.SetAttributeValue("drain_timeout", cty.StringVal(c.Server.DrainTimeout.String()))
+	}
 	if t := c.Server.TLS; t != nil {
+		// The defaults of listen and http_listen change with TLS: both are
+		// written so the file reads back the same.
+		s.SetAttributeValue("http_listen", cty.StringVal(c.Server.HTTPListen))
 		tb := s.AppendNewBlock("tls", nil).Body()
-		tb.SetAttributeValue("domain", cty.StringVal(t.Domain))
+		setList(tb, "domains", t.Domains)
 		setStr(tb, "email", t.Email)
 		setStr(tb, "ca", t.CA)
+		setStr(tb, "ca_root", t.CARoot)
+		setStr(tb, "storage", t.Storage)
+		if t.RenewInterval != 0 {
+			tb.SetAttributeValue("renew_interval", cty.StringVal(t.RenewInterval.String()))
+		}
+		if t.RenewalWindowRatio != 0 {
+			tb.SetAttributeValue("renewal_window_ratio", cty.NumberFloatVal(t.RenewalWindowRatio))
+		}
+		setStr(tb, "cert_file", t.CertFile)
+		setStr(tb, "key_file", t.KeyFile)
+	} else {
+		setStr(s, "http_listen", c.Server.HTTPListen)
+	}
+	if tm := c.Telemetry; tm.Endpoint != "" || tm.Protocol != "" || tm.SamplerRatio != nil || tm.ServiceName != "" || len(tm.Headers) > 0 {
+		root.AppendNewline()
+		b := root.AppendNewBlock("telemetry", nil).Body()
+		setStr(b, "endpoint", tm.Endpoint)
+		setStr(b, "protocol", tm.Protocol)
+		if tm.SamplerRatio != nil {
+			b.SetAttributeValue("sampler_ratio", cty.NumberFloatVal(*tm.SamplerRatio))
+		}
+		setStr(b, "service_name", tm.ServiceName)
+		setMap(b, "headers", tm.Headers)
 	}
 
 	root.AppendNewline()
@@ -219,6 +250,12 @@ func Masked(c *Config) *Config {
 	m := *c
 	m.Server.AdminToken = mask(c.Server.AdminToken)
 	m.Server.MasterKey = mask(c.Server.MasterKey)
+	if c.Telemetry.Headers != nil {
+		m.Telemetry.Headers = make(map[string]string, len(c.Telemetry.Headers))
+		for k, v := range c.Telemetry.Headers {
+			m.Telemetry.Headers[k] = mask(v)
+		}
+	}
 	m.Plugins = make([]Plugin, len(c.Plugins))
 	for i, p := range c.Plugins {
 		p.Settings = maskSettings(p.Settings)

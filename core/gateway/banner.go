@@ -28,6 +28,8 @@ type banner struct {
 	addr      string
 	tokenFrom tokenSource
 	plugins   []string
+	scheme    string      // http, or https with TLS
+	extra     [][2]string // more listeners: label, what
 
 	demoFirst  *demoKeyShown // the demo account was made now
 	demoAcct   string        // an existing demo account's id
@@ -106,6 +108,9 @@ func (b *banner) print(out io.Writer) {
 	fmt.Fprintf(tw, "data:\t%s\n", b.cfg.Store.Dir)
 	fmt.Fprintf(tw, "admin token:\t%s\n", b.tokenLine())
 	fmt.Fprintf(tw, "vendors:\t%s\n", strings.Join(b.plugins, ", "))
+	for _, e := range b.extra {
+		fmt.Fprintf(tw, "%s\t%s\n", e[0], e[1])
+	}
 	switch {
 	case b.demoAcct != "" && b.demoKeyID != "":
 		fmt.Fprintf(tw, "demo account:\t%s exists; print its key again with: %s\n", b.demoAcct, b.adminCmd("key reveal "+b.demoKeyID))
@@ -131,11 +136,14 @@ Try it:
 `, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
 	}
 	fmt.Fprintln(out)
+	if b.scheme == "" {
+		b.scheme = "http"
+	}
 	if r := b.reach(); r != b.addr {
 		_, port, _ := net.SplitHostPort(b.addr)
-		fmt.Fprintf(out, "Tollgate listening on http://0.0.0.0:%s (every interface; from this machine http://%s)\n", port, r)
+		fmt.Fprintf(out, "Tollgate listening on %s://0.0.0.0:%s (every interface; from this machine %s://%s)\n", b.scheme, port, b.scheme, r)
 	} else {
-		fmt.Fprintf(out, "Tollgate listening on http://%s\n", b.addr)
+		fmt.Fprintf(out, "Tollgate listening on %s://%s\n", b.scheme, b.addr)
 	}
 }
 

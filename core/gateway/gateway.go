@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,10 +31,11 @@ import (
 	"github.com/tollgate-gw/tollgate/core/kb"
 	"github.com/tollgate-gw/tollgate/core/kbapi"
 	"github.com/tollgate-gw/tollgate/core/keys"
-	"github.com/tollgate-gw/tollgate/core/logsapi"
+	"github.com/tollgate-gw/tollgate/core/metrics"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
-	"github.com/tollgate-gw/tollgate/core/server"
 	"github.com/tollgate-gw/tollgate/core/tasks"
+	"github.com/tollgate-gw/tollgate/core/tlsserve"
+	"github.com/tollgate-gw/tollgate/core/tracing"
 	"github.com/tollgate-gw/tollgate/docs"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
@@ -53,6 +54,10 @@ type Options struct {
 	Out io.Writer
 	// Ready, when set, is called with the bound address once serving.
 	Ready func(addr string)
+	// Reload delivers the requests to read the config again (SIGHUP);
+	// LoadConfig reads it. Both optional (reload.go).
+	Reload     <-chan struct{}
+	LoadConfig func() (*config.Config, error)
 }
 
 // Gateway is one running Tollgate.
@@ -75,8 +80,24 @@ type Gateway struct {
 	kb        *kb.Service
 	kbAPI     *kbapi.API
 	engine    *tasks.Engine
-	chains    *pipeline.Chains
-	handler   http.Handler
+
+	// Shared by every generation (generation.go).
+	limits   *ratelimit.Account
+	logLimit *ratelimit.PerKey
+	health   *pipeline.Health
+	auth     *pipeline.Authenticator
+	admin    http.Handler
+	billing  *billingcompat.Handler
+	finisher *lateFinisher
+	gen      atomic.Pointer[generation]
+	reloadMu sync.Mutex
+	retiring sync.WaitGroup // generations replaced, until their calls end
+
+	// Operations (ops.go): traces, metrics, HTTPS, draining.
+	tracing  *tracing.Provider
+	metrics  *metrics.Metrics
+	tls      *tlsserve.TLS
+	draining atomic.Bool
 
 	cleanups []func() error
 }
@@ -111,7 +132,8 @@ func New(o Options) *Gateway {
 // plugins start first.
 func (g *Gateway) Provision(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
-		g.provisionPlugins, g.provisionStore, g.provisionKeys, g.provisionFiles, g.provisionKB, g.provisionPipeline,
+		g.provisionPlugins, g.provisionStore, g.provisionKeys, g.provisionFiles, g.provisionKB,
+		g.provisionTelemetry, g.provisionTLS, g.provisionPipeline,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -236,70 +258,58 @@ func (g *Gateway) provisionKB(ctx context.Context) error {
 }
 
 // provisionPipeline builds the chains, the task engine and the HTTP server.
+// provisionPipeline builds the task engine and the first generation: the
+// chains and the HTTP server.
 func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	cfg, log, now := g.cfg, g.log, g.now
-	limits := ratelimit.NewAccount(cfg.Limits.RPM, cfg.Limits.Concurrency, now)
-	auth := pipeline.NewAuthenticator(g.store, now)
+	g.limits = ratelimit.NewAccount(cfg.Limits.RPM, cfg.Limits.Concurrency, now)
+	g.logLimit = ratelimit.NewPerKey(60, time.Minute, now)
+	g.auth = pipeline.NewAuthenticator(g.store, now)
+	g.health = pipeline.NewHealth(now)
+	g.billing = billingcompat.New(g.store, now)
+	adm := admin.NewHandler(g.svc, g.store, g.token, log)
+	for _, rt := range g.kbAPI.AdminRoutes() {
+		adm.Handle(rt.Pattern, rt.Handler)
+	}
+	g.admin = adm
+	g.finisher = &lateFinisher{}
 	specs := map[string]*vendor.FamilySpec{}
 	for _, sp := range g.families {
 		specs[sp.Name] = sp
 	}
-	finisher := &lateFinisher{}
 	g.engine = tasks.New(tasks.Options{
-		Store: g.store, Specs: specs, Finisher: finisher, Logger: log, Now: now,
+		Store: g.store, Specs: specs, Finisher: g.finisher, Logger: log, Now: now,
 		Owner:     newOwnerID(),
 		Exclusive: true, // Badger: one process per store
 		Plugins: func(name string) vendor.Jobs {
-			if j, ok := g.jobs[name]; ok {
+			if j, ok := g.gen.Load().jobs[name]; ok {
 				return j
 			}
 			return nil
 		},
 	})
-	// One Redactor for the log rows and the upstream errors clients see.
-	red := pipeline.RedactorFor(cfg)
-	deps := &pipeline.Deps{
-		Config: cfg, Store: g.store, Vendors: g.vendors, Jobs: g.jobs, Logger: log, Now: now,
-		Limits: limits, Health: pipeline.NewHealth(now), Auth: auth, Redact: red,
-		Files: fileHost{g.files}, Tasks: g.engine,
-	}
-	chains, err := buildChain(g.o.Stages, deps, cfg)
+	gen, err := g.buildGeneration(cfg, g.vendors, g.jobs, g.families)
 	if err != nil {
 		return err
 	}
-	g.chains = chains
-	finisher.f = pipeline.NewTaskFinisher(chains, deps, specs)
-	log.Debug("pipeline", "stages", strings.Join(chains.Stages(), " → "))
-
-	logs := logsapi.New(g.store, ratelimit.NewPerKey(60, time.Minute, now), now, log.Named("logs"), logsapi.WithRedactor(red))
-	billing := billingcompat.New(g.store, now)
-	adm := admin.NewHandler(g.svc, g.store, g.token, log)
-	for _, rt := range g.kbAPI.AdminRoutes() {
-		adm.Handle(rt.Pattern, rt.Handler)
-	}
-	g.handler = server.New(server.Options{
-		Config: cfg, Store: g.store, Chains: chains, Logger: log, Now: now,
-		Vendors: g.vendors, Families: g.families, Logs: logs.Serve, Billing: billing.Serve,
-		Admin: adm, Files: g.files.Handler(), Knowledge: g.kbAPI.Routes(),
-		TLSDomains: nil,
-	})
+	g.gen.Store(gen)
+	g.finisher.set(gen.finisher)
+	log.Debug("pipeline", "stages", strings.Join(gen.chains.Stages(), " → "))
 	return nil
 }
 
 // Serve listens, runs the task engine and the file sweep, and serves until
-// ctx ends; then it drains: no new calls, calls under way finish (up to 10
-// seconds), the engine stops.
+// ctx ends, reloading the config on each Options.Reload; then it drains:
+// no new connections, calls under way finish (up to server.drain_timeout,
+// then they are cut and still settled), the engine stops.
 func (g *Gateway) Serve(ctx context.Context) error {
 	cfg := g.cfg
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	ln, err := listen(cfg.Server.Listen, "listen", "--listen or server { listen }")
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("listen on %s: the address is in use (another tollgate?); stop it, or choose another with --listen or server { listen }", cfg.Server.Listen)
-		}
-		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+		return err
 	}
 	addr := ln.Addr().String()
-	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames()}
+	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames(), scheme: "http"}
 	if err := b.demo(ctx, g.store, g.svc); err != nil {
 		ln.Close()
 		return err
@@ -312,10 +322,16 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		}
 		defer stopProfiling()
 	}
+	side, err := g.sideServers(addr, &b)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	if err := g.engine.Start(bg); err != nil {
 		stopBG()
 		ln.Close()
+		side.close()
 		return err
 	}
 	// On the way out: the engine's calls under way end, then the parts are
@@ -324,33 +340,40 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	go g.files.Run(bg)
 	go g.kb.Run(bg) // follows page changes other instances make
 
-	hs := &http.Server{Handler: g.handler, ReadHeaderTimeout: 30 * time.Second,
+	hs := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	if g.tls != nil {
+		b.scheme = "https"
+		hs.TLSConfig = g.tls.Config()
+		go func() { errc <- hs.ServeTLS(ln, "", "") }()
+		if err := g.tls.Start(ctx); err != nil {
+			g.log.Error("managing certificates", "error", err)
+		}
+	} else {
+		go func() { errc <- hs.Serve(ln) }()
+	}
+	side.serve(errc)
 	// The banner says it on stdout; the log line is for --log-level debug.
-	g.log.Debug("serving", "addr", "http://"+addr, "config", configName(cfg))
+	g.log.Debug("serving", "addr", b.scheme+"://"+addr, "config", configName(cfg))
 	b.print(g.o.Out)
 	if g.o.Ready != nil {
 		g.o.Ready(addr)
 	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	for {
+		select {
+		case err := <-errc:
+			side.close()
+			return err
+		case <-g.o.Reload:
+			_ = g.Reload(ctx)
+			continue
+		case <-ctx.Done():
+		}
+		break
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(shutdown)
+	g.drain(hs, side)
 	return nil
-}
-
-// lateFinisher lets the engine be built before the chains that end its
-// tasks (the dispatch stage hands tasks to the engine).
-type lateFinisher struct{ f tasks.Finisher }
-
-func (l *lateFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.End) error {
-	return l.f.FinishTask(ctx, t, end)
 }
 
 // fileHost hosts job results in the files store.

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/tlsserve"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -35,6 +36,9 @@ func Check(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := tlsserve.Check(cfg); err != nil {
+		return err
+	}
 	jobs, _, err := describeFamilies(ctx, cfg, vendors)
 	if err != nil {
 		return err
@@ -54,26 +58,35 @@ func Check(ctx context.Context, o Options) error {
 // refuseUnsupported refuses what this version cannot do rather than serve
 // something else than the operator asked for.
 func refuseUnsupported(cfg *config.Config) error {
-	if cfg.Server.TLS != nil {
-		return cfg.Refuse(config.Ref{Kind: "server", Attr: "tls"},
-			"automatic HTTPS is not available in this version; terminate TLS in front of Tollgate (a reverse proxy) and remove the tls block")
+	if cfg.Server.HTTPListen != "" && cfg.Server.TLS == nil {
+		return cfg.Refuse(config.Ref{Kind: "server", Attr: "http_listen"},
+			"http_listen serves ACME challenges and the redirect to HTTPS; without a tls block there is nothing to redirect to (remove it, or add server { tls {...} })")
 	}
 	return nil
 }
+
+// startFunc starts (or, on a reload, reconfigures) the plugin name at
+// path with its config.
+type startFunc func(ctx context.Context, name, path string, vc vendor.Config) (vendor.Vendor, error)
 
 // startVendors launches each vendor plugin the channels use, handing each
 // only its own channels and secrets. Every problem (a vendor with no
 // plugin, a channel its plugin refuses) is reported at its place in the
 // file, all of them at once.
 func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
+	return eachVendor(ctx, cfg, h.Start, log)
+}
+
+// eachVendor finds each plugin the channels use and hands it to start
+// with its config.
+func eachVendor(ctx context.Context, cfg *config.Config, start startFunc, log hclog.Logger) (map[string]vendor.Vendor, error) {
 	out := map[string]vendor.Vendor{}
 	var problems []*config.Error
 	for _, name := range cfg.PluginNames() {
 		var explicit string
-		var settings map[string]string
 		for _, p := range cfg.Plugins {
 			if p.Name == name {
-				explicit, settings = p.Path, p.Settings
+				explicit = p.Path
 			}
 		}
 		path, err := host.Find(name, explicit)
@@ -81,16 +94,7 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hcl
 			problems = append(problems, noPlugin(cfg, name, explicit)...)
 			continue
 		}
-		vc := vendor.Config{Settings: settings, AllowPrivateURLs: cfg.Server.AllowPrivateURLs}
-		for _, ch := range cfg.Channels {
-			if ch.Vendor == name {
-				vc.Channels = append(vc.Channels, vendor.Channel{
-					Name: ch.Name, BaseURL: ch.BaseURL, APIKey: ch.APIKey,
-					Protocols: ch.Protocols, Settings: ch.Settings,
-				})
-			}
-		}
-		v, err := h.Start(ctx, name, path, vc)
+		v, err := start(ctx, name, path, vendorConfig(cfg, name))
 		if err != nil {
 			problems = append(problems, pluginRefused(cfg, name, path, err))
 			continue
@@ -99,6 +103,26 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hcl
 		log.Debug("plugin started", "name", name, "path", path)
 	}
 	return out, join(problems)
+}
+
+// vendorConfig is what the plugin name is configured with: its settings
+// and its own channels, with their secrets.
+func vendorConfig(cfg *config.Config, name string) vendor.Config {
+	vc := vendor.Config{AllowPrivateURLs: cfg.Server.AllowPrivateURLs}
+	for _, p := range cfg.Plugins {
+		if p.Name == name {
+			vc.Settings = p.Settings
+		}
+	}
+	for _, ch := range cfg.Channels {
+		if ch.Vendor == name {
+			vc.Channels = append(vc.Channels, vendor.Channel{
+				Name: ch.Name, BaseURL: ch.BaseURL, APIKey: ch.APIKey,
+				Protocols: ch.Protocols, Settings: ch.Settings,
+			})
+		}
+	}
+	return vc
 }
 
 // noPlugin says a vendor has no plugin binary, at each channel naming it

@@ -29,10 +29,9 @@ const buckets = 61
 // never contend and one busy account holds its lock for a few dozen
 // nanoseconds per request. A refused request is not counted.
 type Account struct {
-	defaultRPM         int
-	defaultConcurrency int
-	now                func() time.Time
-	shards             [shardCount]accountShard
+	defaults atomic.Pointer[[2]int] // rpm, concurrency; SetDefaults replaces them
+	now      func() time.Time
+	shards   [shardCount]accountShard
 }
 
 type accountShard struct {
@@ -56,11 +55,18 @@ func NewAccount(defaultRPM, defaultConcurrency int, now func() time.Time) *Accou
 	if now == nil {
 		now = time.Now
 	}
-	a := &Account{defaultRPM: defaultRPM, defaultConcurrency: defaultConcurrency, now: now}
+	a := &Account{now: now}
+	a.SetDefaults(defaultRPM, defaultConcurrency)
 	for i := range a.shards {
 		a.shards[i].entries = make(map[string]*accountEntry)
 	}
 	return a
+}
+
+// SetDefaults replaces the configured defaults (a config reload); the
+// windows and the calls in flight of every account carry over.
+func (a *Account) SetDefaults(rpm, concurrency int) {
+	a.defaults.Store(&[2]int{rpm, concurrency})
 }
 
 func noRelease() {}
@@ -78,11 +84,12 @@ func noRelease() {}
 // a type assertion; compare it with nil as a pointer, never store it in an
 // error interface before the nil check.
 func (a *Account) Acquire(accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
+	d := a.defaults.Load()
 	if rpm <= 0 {
-		rpm = a.defaultRPM
+		rpm = d[0]
 	}
 	if concurrency <= 0 {
-		concurrency = a.defaultConcurrency
+		concurrency = d[1]
 	}
 	if rpm <= 0 && concurrency <= 0 {
 		return noRelease, nil

@@ -48,7 +48,7 @@ func (s *Server) serveJob(spec *vendor.FamilySpec, rt vendor.FamilyRoute, tlsDom
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindJob, Protocol: protocol.OpenAIChat,
-			Billed: true, Request: r, W: pipeline.NewResponseWriter(w),
+			Billed: true, Request: r, W: pipeline.NewResponseWriter(w), Pattern: r.Pattern,
 			Job: &pipeline.Job{Spec: spec, Route: rt, LinkBase: files.BaseURL(s.cfg.Server.PublicURL, tlsDomains, r)},
 		}
 		body, err := readBody(w, r, limit)

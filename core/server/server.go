@@ -70,6 +70,9 @@ type Options struct {
 	TLSDomains []string
 	// Knowledge are the knowledge base's REST routes and its MCP server.
 	Knowledge []kbapi.Route
+	// Healthz and Readyz answer the probes, GET /healthz (the process
+	// is alive) and GET /readyz (it can serve calls); no key. Optional.
+	Healthz, Readyz http.Handler
 }
 
 // Route is one public route: how it is reached and which chain serves it
@@ -128,6 +131,12 @@ func New(o Options) *Server {
 	if o.Admin != nil {
 		s.mux.Handle("/admin/v1/", o.Admin)
 	}
+	if o.Healthz != nil {
+		s.handle(http.MethodGet, "/healthz", "", o.Healthz.ServeHTTP)
+	}
+	if o.Readyz != nil {
+		s.handle(http.MethodGet, "/readyz", "", o.Readyz.ServeHTTP)
+	}
 	s.handle(http.MethodHead, "/{$}", "", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.handle(http.MethodGet, "/{$}", "", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -170,7 +179,7 @@ func (s *Server) read(h readHandler, o readOpts) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
-			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r,
+			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r, Pattern: r.Pattern,
 			W: pipeline.NewResponseWriter(w), Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
 			Handler: h,
 		}
@@ -281,6 +290,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 		Protocol:   p,
 		Billed:     true,
 		Request:    r,
+		Pattern:    r.Pattern,
 		W:          pipeline.NewResponseWriter(w),
 		ModelID:    model,
 		StreamPath: streamPath,

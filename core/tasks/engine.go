@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -74,7 +75,10 @@ type Engine struct {
 
 	mu    sync.Mutex
 	owned map[string]*entry
+	ended map[[2]string]int64 // tasks ended here, by family and outcome (stats.go)
 	wg    sync.WaitGroup
+
+	specs atomic.Pointer[map[string]*vendor.FamilySpec] // SetSpecs replaces them
 }
 
 // entry is an owned task and what is known of it beyond the store.
@@ -106,10 +110,12 @@ func New(o Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Engine{
+	e := &Engine{
 		o: o, log: o.Logger.Named("tasks"), wake: make(chan struct{}, 1),
-		sem: make(chan struct{}, o.Workers), owned: map[string]*entry{},
+		sem: make(chan struct{}, o.Workers), owned: map[string]*entry{}, ended: map[[2]string]int64{},
 	}
+	e.specs.Store(&o.Specs)
+	return e
 }
 
 // Owner is this instance's name in task leases.
@@ -287,7 +293,7 @@ func (e *Engine) renew(ctx context.Context) {
 // step does one piece of work on a task: end it, or ask the upstream once.
 func (e *Engine) step(ctx context.Context, en *entry) {
 	t := en.t
-	spec := e.o.Specs[t.Family]
+	spec := (*e.specs.Load())[t.Family]
 	var (
 		end  *End
 		next time.Time
@@ -325,6 +331,9 @@ func (e *Engine) step(ctx context.Context, en *entry) {
 	case err == nil, errors.Is(err, store.ErrLeaseLost):
 		e.mu.Lock()
 		delete(e.owned, t.ID)
+		if err == nil {
+			e.ended[[2]string{t.Family, endState(end)}]++
+		}
 		e.mu.Unlock()
 	default:
 		e.log.Error("ending a task failed; it is retried", "task_id", t.ID, "error", err)

@@ -40,6 +40,9 @@ type Options struct {
 	LogLevel string
 	// NoProxyReference skips measuring a bare reverse proxy for scale.
 	NoProxyReference bool
+	// Metrics serves /metrics beside the gateway (server.metrics_listen):
+	// the run measures the gateway with its Prometheus hooks on.
+	Metrics bool
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -158,6 +161,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 		res.Profiles = files
 	}
+	if o.Metrics {
+		res.Notes = append(res.Notes, "Measured with /metrics on (server.metrics_listen): every call counted by the Prometheus hooks.")
+	}
 	if o.SeedRows > 0 {
 		if err := e.seeded(ctx, res); err != nil {
 			return nil, err
@@ -219,7 +225,11 @@ func (e *env) startUpstream(ctx context.Context) error {
 func (e *env) startGateway() error {
 	cfg := filepath.Join(e.dir, "bench.hcl")
 	data := filepath.Join(e.dir, "data")
-	if err := os.WriteFile(cfg, []byte(Config(e.upstreamURL, e.upstreamKey, data)), 0o600); err != nil {
+	text := Config(e.upstreamURL, e.upstreamKey, data)
+	if e.o.Metrics {
+		text = strings.Replace(text, "server {\n", "server {\n  metrics_listen = \"127.0.0.1:0\"\n", 1)
+	}
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		return err
 	}
 	env := []string{"TOLLGATE_ADMIN_TOKEN=" + e.adminToken}

@@ -85,10 +85,17 @@ func TestPipelineConfigErrorsFailAtStart(t *testing.T) {
 	}
 }
 
-func TestTLSBlockIsRefusedRatherThanIgnored(t *testing.T) {
+// A TLS mistake fails the start at its place in the file: a misspelt
+// attribute when the file loads, a certificate file that does not load
+// when HTTPS is prepared.
+func TestTLSConfigMistakesFailAtStart(t *testing.T) {
 	dir := testgw.Build(t)
 	out := runExpectFailure(t, dir+"/tollgate", "server {\n  tls {\n    domain = \"gw.example.com\"\n  }\n}\n")
-	if !strings.Contains(out, "tollgate.hcl:2,3-6: server: tls: automatic HTTPS is not available") {
+	if !strings.Contains(out, "tollgate.hcl:3,5-11: server.tls: Unsupported argument") || !strings.Contains(out, `Did you mean "domains"?`) {
+		t.Fatalf("output:\n%s", out)
+	}
+	out = runExpectFailure(t, dir+"/tollgate", "server {\n  tls {\n    cert_file = \"/no/such/cert.pem\"\n    key_file  = \"/no/such/key.pem\"\n  }\n}\n")
+	if !strings.Contains(out, "tollgate.hcl:3,17-36: server.tls: cert_file: stat /no/such/cert.pem: no such file or directory") {
 		t.Fatalf("output:\n%s", out)
 	}
 }

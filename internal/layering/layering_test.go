@@ -40,7 +40,8 @@ var levelOf = map[string]int{
 	"core/sse": foundation, "core/jsonw": foundation, "core/keys": foundation,
 	"core/codec": foundation, "core/translate": foundation, "core/config": foundation,
 	"core/ratelimit": foundation, "core/redact": foundation, "core/routes": foundation,
-	"docs": foundation, // the embedded documentation
+	"docs":         foundation, // the embedded documentation
+	"core/tracing": foundation,
 
 	"plugins/vendor": pluginAPI, "proto/": pluginAPI, "plugins/family": pluginAPI,
 
@@ -52,8 +53,8 @@ var levelOf = map[string]int{
 	"core/logsapi": services, "core/admin": services, "core/billingcompat": services,
 	"plugins/host": services, "core/kb": services, "core/kbapi": services,
 
-	"pipeline":     pipelineLevel,
-	"core/server":  edge,
+	"pipeline":    pipelineLevel,
+	"core/server": edge, "core/metrics": edge, "core/tlsserve": edge,
 	"core/gateway": root, "cmd/": root,
 
 	"internal/": free, "examples/": free,

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -144,6 +145,8 @@ type Plugin struct {
 	mu     sync.RWMutex
 	client *plugin.Client
 	v      vendor.Vendor
+
+	restarts atomic.Int64 // processes started again after an exit
 }
 
 func (p *Plugin) launch(ctx context.Context) error {
@@ -230,6 +233,7 @@ func (p *Plugin) supervise() {
 			continue
 		}
 		p.log.Info("plugin restarted")
+		p.restarts.Add(1)
 		backoff = 100 * time.Millisecond
 	}
 }

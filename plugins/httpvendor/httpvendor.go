@@ -154,6 +154,7 @@ func (v *Vendor) newRequest(ctx context.Context, req *vendor.ChatRequest, stream
 		h["Accept"] = acceptJSON
 	}
 	h["User-Agent"] = v.ua
+	forwardTrace(h, req.Headers)
 	target, err := r.Build(req, h)
 	if err != nil {
 		return nil, configFailure("channel %q: %v", req.Channel, err)
@@ -164,6 +165,28 @@ func (v *Vendor) newRequest(ctx context.Context, req *vendor.ChatRequest, stream
 	}
 	hr.Header = h
 	return hr, nil
+}
+
+// forwardTrace passes the W3C trace context the gateway sent (its span of
+// this upstream attempt) on to the upstream, so the upstream's own spans
+// join the gateway's trace.
+func forwardTrace(h http.Header, from map[string]string) {
+	if tp := from["traceparent"]; tp != "" && printable(tp) {
+		h["Traceparent"] = []string{tp}
+		if ts := from["tracestate"]; ts != "" && printable(ts) {
+			h["Tracestate"] = []string{ts}
+		}
+	}
+}
+
+// printable reports whether s can go in a header value as it is.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // Chat makes one non-streaming call.

@@ -28,6 +28,9 @@ type PostRequest struct {
 	// MaxBody bounds a 2xx answer (0: MaxBody); an error body is cut at
 	// MaxErrorBody.
 	MaxBody int64
+	// Headers are the client headers the gateway forwards (the trace
+	// context); see forwardTrace.
+	Headers map[string]string
 }
 
 // Post makes one call beyond chat with the same client, timeouts and
@@ -48,6 +51,7 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 	h["Content-Type"] = []string{req.ContentType}
 	h["Accept"] = acceptJSON
 	h["User-Agent"] = v.ua
+	forwardTrace(h, req.Headers)
 	target, err := pr.BuildPath(req.Path, h)
 	if err != nil {
 		return nil, configFailure("channel %q: %v", req.Channel, err)

@@ -59,7 +59,7 @@ func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOu
 		defer cancel()
 	}
 	sh := m.Shape(r)
-	post := &httpvendor.PostRequest{Channel: req.Channel, MaxBody: maxAnswer}
+	post := &httpvendor.PostRequest{Channel: req.Channel, MaxBody: maxAnswer, Headers: req.Headers}
 	if r.HasReference() {
 		body, ct, refusal, err := v.editsBody(ctx, req.Model.Upstream, r, sh)
 		if refusal != nil || err != nil {

@@ -45,6 +45,9 @@ type JobRequest struct {
 	UpstreamRef string // Poll and Cancel
 	RequestID   string
 	Timeout     time.Duration // the attempt; 0 = only the context
+	// Headers are client headers to forward upstream, lower-case names:
+	// the W3C trace context (traceparent) when tracing is on.
+	Headers map[string]string
 }
 
 // JobModel is the model a job runs on.

@@ -127,7 +127,8 @@ func toProtoJob(r *JobRequest) *vendorv1.JobRequest {
 	p := &vendorv1.JobRequest{
 		Family: r.Family, Operation: r.Operation, Channel: r.Channel, Body: r.Body, Async: r.Async,
 		UpstreamRef: r.UpstreamRef, RequestId: r.RequestID, TimeoutMs: r.Timeout.Milliseconds(),
-		Model: &vendorv1.JobModel{Id: r.Model.ID, Upstream: r.Model.Upstream, Settings: r.Model.Settings, Tiers: r.Model.Tiers},
+		Headers: r.Headers,
+		Model:   &vendorv1.JobModel{Id: r.Model.ID, Upstream: r.Model.Upstream, Settings: r.Model.Settings, Tiers: r.Model.Tiers},
 	}
 	for _, f := range r.Files {
 		p.Files = append(p.Files, &vendorv1.JobFile{Field: f.Field, Filename: f.Filename, ContentType: f.ContentType, Data: f.Data})
@@ -140,8 +141,8 @@ func fromProtoJob(p *vendorv1.JobRequest) *JobRequest {
 	r := &JobRequest{
 		Family: p.GetFamily(), Operation: p.GetOperation(), Channel: p.GetChannel(), Body: p.GetBody(),
 		Async: p.GetAsync(), UpstreamRef: p.GetUpstreamRef(), RequestID: p.GetRequestId(),
-		Timeout: time.Duration(p.GetTimeoutMs()) * time.Millisecond,
-		Model:   JobModel{ID: m.GetId(), Upstream: m.GetUpstream(), Settings: m.GetSettings(), Tiers: m.GetTiers()},
+		Timeout: time.Duration(p.GetTimeoutMs()) * time.Millisecond, Headers: p.GetHeaders(),
+		Model: JobModel{ID: m.GetId(), Upstream: m.GetUpstream(), Settings: m.GetSettings(), Tiers: m.GetTiers()},
 	}
 	for _, f := range p.GetFiles() {
 		r.Files = append(r.Files, JobFile{Field: f.GetField(), Filename: f.GetFilename(), ContentType: f.GetContentType(), Data: f.GetData()})

@@ -38,6 +38,13 @@ type Options struct {
 	// GCInterval is how often the value log is garbage collected;
 	// 0 means every 10 minutes. Ignored InMemory.
 	GCInterval time.Duration
+	// ProbeInterval is how often the data directory is checked for
+	// writes (health.go); 0 means every 2 seconds.
+	ProbeInterval time.Duration
+	// CloseTimeout bounds Close: a database that cannot flush (its
+	// directory is gone) is left behind after it, with its journal kept
+	// for the next start; 0 means 10 seconds.
+	CloseTimeout time.Duration
 
 	memTableSize int64         // tests shrink it to reach ErrTxnTooBig
 	applyDelay   time.Duration // tests lengthen it to gather big batches
@@ -71,6 +78,9 @@ type Store struct {
 
 	stopGC chan struct{}
 	gcDone chan struct{}
+
+	health       *health
+	closeTimeout time.Duration
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -113,6 +123,13 @@ func Open(dir string, o Options) (*Store, error) {
 		db: db, log: lg, cache: newReadCache(), books: newBooks(o.applyDelay),
 		stopGC: make(chan struct{}),
 		gcDone: make(chan struct{}),
+		health: newHealth(dir), closeTimeout: o.CloseTimeout,
+	}
+	if o.InMemory {
+		s.health.dir = ""
+	}
+	if s.closeTimeout <= 0 {
+		s.closeTimeout = defaultCloseTimeout
 	}
 	if s.logSeq, err = db.GetSequence(seqLogKey, seqBandwidth); err == nil {
 		s.ledgerSeq, err = db.GetSequence(seqLedgerKey, seqBandwidth)
@@ -134,6 +151,11 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	go s.applyLoop()
+	probe := o.ProbeInterval
+	if probe <= 0 {
+		probe = defaultProbeInterval
+	}
+	go s.probeLoop(probe)
 	if o.InMemory {
 		close(s.gcDone)
 	} else {
@@ -156,6 +178,22 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	close(s.health.stop)
+	<-s.health.done
+	// Bounded: Badger retries a failed memtable flush forever (a removed
+	// data directory), and the process must still end. What was journaled
+	// and not applied stays in the journal for the next start.
+	done := make(chan error, 1)
+	go func() { done <- s.close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(s.closeTimeout):
+		return fmt.Errorf("badgerstore: the database did not close within %s (%v); left behind, the journal is kept for the next start", s.closeTimeout, s.health.failure())
+	}
+}
+
+func (s *Store) close() error {
 	b := s.books
 	close(b.stop)
 	<-b.done

@@ -139,6 +139,8 @@ func abandon(t *testing.T, s *Store) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	close(s.health.stop)
+	<-s.health.done
 	b := s.books
 	b.mu.Lock()
 	b.discard = true

@@ -207,6 +207,9 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	if h.Amount < 0 {
 		return store.Wallet{}, fmt.Errorf("badgerstore: negative hold %s", h.Amount)
 	}
+	if err := s.refuseMoves(); err != nil {
+		return store.Wallet{}, err
+	}
 	if err := s.enter(ctx); err != nil {
 		return store.Wallet{}, err
 	}
@@ -418,6 +421,9 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 	if !initialCredit.Valid() {
 		return store.ErrOutOfRange
 	}
+	if err := s.refuseMoves(); err != nil {
+		return err
+	}
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
@@ -455,6 +461,9 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 // Credit adds amount (negative for a correction) to the balance.
 func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano, note string) (store.Wallet, error) {
 	if err := checkID("account", accountID); err != nil {
+		return store.Wallet{}, err
+	}
+	if err := s.refuseMoves(); err != nil {
 		return store.Wallet{}, err
 	}
 	if err := s.enter(ctx); err != nil {
@@ -614,6 +623,7 @@ func (s *Store) applyQueued() {
 	backoff := 10 * time.Millisecond
 	for len(batch) > 0 {
 		n, err := s.applyEntries(batch)
+		setErr(&s.health.applyErr, err)
 		if err != nil {
 			s.log.Error("applying money moves to the store failed; retrying", "error", err, "backoff", backoff)
 			select {

@@ -230,12 +230,15 @@ type JobRequest struct {
 	Model     *JobModel              `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	// The client's JSON body; for multipart, its text fields as a JSON
 	// object (files in files).
-	Body          []byte     `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
-	Files         []*JobFile `protobuf:"bytes,6,rep,name=files,proto3" json:"files,omitempty"`
-	Async         bool       `protobuf:"varint,7,opt,name=async,proto3" json:"async,omitempty"`
-	UpstreamRef   string     `protobuf:"bytes,8,opt,name=upstream_ref,json=upstreamRef,proto3" json:"upstream_ref,omitempty"`
-	RequestId     string     `protobuf:"bytes,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	TimeoutMs     int64      `protobuf:"varint,10,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	Body        []byte     `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
+	Files       []*JobFile `protobuf:"bytes,6,rep,name=files,proto3" json:"files,omitempty"`
+	Async       bool       `protobuf:"varint,7,opt,name=async,proto3" json:"async,omitempty"`
+	UpstreamRef string     `protobuf:"bytes,8,opt,name=upstream_ref,json=upstreamRef,proto3" json:"upstream_ref,omitempty"`
+	RequestId   string     `protobuf:"bytes,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	TimeoutMs   int64      `protobuf:"varint,10,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Client headers to forward upstream, lower-case names: the W3C trace
+	// context (traceparent, tracestate) when tracing is on.
+	Headers       map[string]string `protobuf:"bytes,11,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -338,6 +341,13 @@ func (x *JobRequest) GetTimeoutMs() int64 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *JobRequest) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
 }
 
 type Units struct {
@@ -800,7 +810,7 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1a\n" +
 	"\bfilename\x18\x02 \x01(\tR\bfilename\x12!\n" +
 	"\fcontent_type\x18\x03 \x01(\tR\vcontentType\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\xce\x02\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\"\xd1\x03\n" +
 	"\n" +
 	"JobRequest\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
@@ -815,7 +825,11 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"request_id\x18\t \x01(\tR\trequestId\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\n" +
-	" \x01(\x03R\ttimeoutMs\"1\n" +
+	" \x01(\x03R\ttimeoutMs\x12E\n" +
+	"\aheaders\x18\v \x03(\v2+.tollgate.vendor.v1.JobRequest.HeadersEntryR\aheaders\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"1\n" +
 	"\x05Units\x12\x12\n" +
 	"\x04tier\x18\x01 \x01(\tR\x04tier\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\"P\n" +
@@ -879,7 +893,7 @@ func file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_proto_vendorplugin_v1_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_proto_vendorplugin_v1_jobs_proto_goTypes = []any{
 	(JobState)(0),       // 0: tollgate.vendor.v1.JobState
 	(*JobModel)(nil),    // 1: tollgate.vendor.v1.JobModel
@@ -892,37 +906,39 @@ var file_proto_vendorplugin_v1_jobs_proto_goTypes = []any{
 	(*JobOutcome)(nil),  // 8: tollgate.vendor.v1.JobOutcome
 	(*CancelReply)(nil), // 9: tollgate.vendor.v1.CancelReply
 	nil,                 // 10: tollgate.vendor.v1.JobModel.SettingsEntry
-	nil,                 // 11: tollgate.vendor.v1.JobOutcome.HeadersEntry
-	(*Failure)(nil),     // 12: tollgate.vendor.v1.Failure
+	nil,                 // 11: tollgate.vendor.v1.JobRequest.HeadersEntry
+	nil,                 // 12: tollgate.vendor.v1.JobOutcome.HeadersEntry
+	(*Failure)(nil),     // 13: tollgate.vendor.v1.Failure
 }
 var file_proto_vendorplugin_v1_jobs_proto_depIdxs = []int32{
 	10, // 0: tollgate.vendor.v1.JobModel.settings:type_name -> tollgate.vendor.v1.JobModel.SettingsEntry
 	1,  // 1: tollgate.vendor.v1.JobRequest.model:type_name -> tollgate.vendor.v1.JobModel
 	2,  // 2: tollgate.vendor.v1.JobRequest.files:type_name -> tollgate.vendor.v1.JobFile
-	4,  // 3: tollgate.vendor.v1.JobPlan.hold:type_name -> tollgate.vendor.v1.Units
-	5,  // 4: tollgate.vendor.v1.JobPlan.error:type_name -> tollgate.vendor.v1.JobError
-	0,  // 5: tollgate.vendor.v1.JobOutcome.state:type_name -> tollgate.vendor.v1.JobState
-	4,  // 6: tollgate.vendor.v1.JobOutcome.units:type_name -> tollgate.vendor.v1.Units
-	11, // 7: tollgate.vendor.v1.JobOutcome.headers:type_name -> tollgate.vendor.v1.JobOutcome.HeadersEntry
-	7,  // 8: tollgate.vendor.v1.JobOutcome.files:type_name -> tollgate.vendor.v1.ResultFile
-	5,  // 9: tollgate.vendor.v1.JobOutcome.error:type_name -> tollgate.vendor.v1.JobError
-	12, // 10: tollgate.vendor.v1.JobOutcome.failure:type_name -> tollgate.vendor.v1.Failure
-	12, // 11: tollgate.vendor.v1.CancelReply.failure:type_name -> tollgate.vendor.v1.Failure
-	3,  // 12: tollgate.vendor.v1.Jobs.Validate:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 13: tollgate.vendor.v1.Jobs.Run:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 14: tollgate.vendor.v1.Jobs.Submit:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 15: tollgate.vendor.v1.Jobs.Poll:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 16: tollgate.vendor.v1.Jobs.Cancel:input_type -> tollgate.vendor.v1.JobRequest
-	6,  // 17: tollgate.vendor.v1.Jobs.Validate:output_type -> tollgate.vendor.v1.JobPlan
-	8,  // 18: tollgate.vendor.v1.Jobs.Run:output_type -> tollgate.vendor.v1.JobOutcome
-	8,  // 19: tollgate.vendor.v1.Jobs.Submit:output_type -> tollgate.vendor.v1.JobOutcome
-	8,  // 20: tollgate.vendor.v1.Jobs.Poll:output_type -> tollgate.vendor.v1.JobOutcome
-	9,  // 21: tollgate.vendor.v1.Jobs.Cancel:output_type -> tollgate.vendor.v1.CancelReply
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	11, // 3: tollgate.vendor.v1.JobRequest.headers:type_name -> tollgate.vendor.v1.JobRequest.HeadersEntry
+	4,  // 4: tollgate.vendor.v1.JobPlan.hold:type_name -> tollgate.vendor.v1.Units
+	5,  // 5: tollgate.vendor.v1.JobPlan.error:type_name -> tollgate.vendor.v1.JobError
+	0,  // 6: tollgate.vendor.v1.JobOutcome.state:type_name -> tollgate.vendor.v1.JobState
+	4,  // 7: tollgate.vendor.v1.JobOutcome.units:type_name -> tollgate.vendor.v1.Units
+	12, // 8: tollgate.vendor.v1.JobOutcome.headers:type_name -> tollgate.vendor.v1.JobOutcome.HeadersEntry
+	7,  // 9: tollgate.vendor.v1.JobOutcome.files:type_name -> tollgate.vendor.v1.ResultFile
+	5,  // 10: tollgate.vendor.v1.JobOutcome.error:type_name -> tollgate.vendor.v1.JobError
+	13, // 11: tollgate.vendor.v1.JobOutcome.failure:type_name -> tollgate.vendor.v1.Failure
+	13, // 12: tollgate.vendor.v1.CancelReply.failure:type_name -> tollgate.vendor.v1.Failure
+	3,  // 13: tollgate.vendor.v1.Jobs.Validate:input_type -> tollgate.vendor.v1.JobRequest
+	3,  // 14: tollgate.vendor.v1.Jobs.Run:input_type -> tollgate.vendor.v1.JobRequest
+	3,  // 15: tollgate.vendor.v1.Jobs.Submit:input_type -> tollgate.vendor.v1.JobRequest
+	3,  // 16: tollgate.vendor.v1.Jobs.Poll:input_type -> tollgate.vendor.v1.JobRequest
+	3,  // 17: tollgate.vendor.v1.Jobs.Cancel:input_type -> tollgate.vendor.v1.JobRequest
+	6,  // 18: tollgate.vendor.v1.Jobs.Validate:output_type -> tollgate.vendor.v1.JobPlan
+	8,  // 19: tollgate.vendor.v1.Jobs.Run:output_type -> tollgate.vendor.v1.JobOutcome
+	8,  // 20: tollgate.vendor.v1.Jobs.Submit:output_type -> tollgate.vendor.v1.JobOutcome
+	8,  // 21: tollgate.vendor.v1.Jobs.Poll:output_type -> tollgate.vendor.v1.JobOutcome
+	9,  // 22: tollgate.vendor.v1.Jobs.Cancel:output_type -> tollgate.vendor.v1.CancelReply
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_jobs_proto_init() }
@@ -937,7 +953,7 @@ func file_proto_vendorplugin_v1_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_jobs_proto_rawDesc), len(file_proto_vendorplugin_v1_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,230 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/metrics"
+	"github.com/tollgate-gw/tollgate/core/tlsserve"
+	"github.com/tollgate-gw/tollgate/core/tracing"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// settleWait bounds the wait, after the drain, for the calls it cut: each
+// still settles its hold and writes its row.
+const settleWait = 10 * time.Second
+
+// provisionTelemetry starts tracing (when the telemetry block or OTEL_*
+// turn it on) and the metrics registry (when server.metrics_listen is
+// set).
+func (g *Gateway) provisionTelemetry(ctx context.Context) error {
+	tp, err := tracing.New(ctx, g.cfg.Telemetry)
+	if err != nil {
+		return g.cfg.Refuse(config.Ref{Kind: "telemetry"}, "%v", err)
+	}
+	if tp != nil {
+		g.tracing = tp
+		g.onCleanup(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return tp.Shutdown(ctx)
+		})
+		g.log.Info("traces exported over OTLP")
+	}
+	if g.cfg.Server.MetricsListen != "" {
+		g.metrics = metrics.New(metrics.Sources{
+			Store:   g.store,
+			Plugins: g.plugins.Stats,
+			Tasks: func(owned, ended func(family, state string, n int64)) {
+				if g.engine != nil {
+					g.engine.Stats(owned, ended)
+				}
+			},
+			Breakers: g.breakers,
+		}, g.log.Named("metrics"))
+	}
+	return nil
+}
+
+// provisionTLS prepares HTTPS; certificates are obtained once serving.
+func (g *Gateway) provisionTLS(context.Context) error {
+	t, err := tlsserve.New(tlsserve.Options{Config: g.cfg, DataDir: g.cfg.Store.Dir, Logger: g.log})
+	if err != nil {
+		return err
+	}
+	if t != nil {
+		g.tls = t
+		g.onCleanup(t.Close)
+	}
+	return nil
+}
+
+// breakers reports each configured channel's breaker (metrics).
+func (g *Gateway) breakers(fn func(channel string, state int)) {
+	gen := g.gen.Load()
+	if gen == nil {
+		return
+	}
+	for _, ch := range gen.cfg.Channels {
+		fn(ch.Name, g.health.State(ch.Name))
+	}
+}
+
+// listen binds addr; what names where the operator sets it.
+func listen(addr, what, where string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("%s on %s: the address is in use (another tollgate?); stop it, or choose another with %s", what, addr, where)
+		}
+		return nil, fmt.Errorf("%s on %s: %w", what, addr, err)
+	}
+	return ln, nil
+}
+
+// sideServers are the listeners beside the API: plain HTTP (ACME
+// challenges and the redirect to HTTPS) and /metrics.
+type sideServers struct {
+	httpSrv, metricsSrv *http.Server
+	httpLn, metricsLn   net.Listener
+}
+
+func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error) {
+	s := &sideServers{}
+	errLog := g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	if g.tls != nil && g.cfg.Server.HTTPListen != "" {
+		ln, err := listen(g.cfg.Server.HTTPListen, "http_listen", "server { http_listen }")
+		if err != nil {
+			return nil, err
+		}
+		s.httpLn = ln
+		s.httpSrv = &http.Server{Handler: g.tls.HTTPHandler(httpsAddr), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		b.extra = append(b.extra, [2]string{"http:", "http://" + ln.Addr().String() + " (ACME challenges; everything else redirected to HTTPS)"})
+	}
+	if g.metrics != nil {
+		ln, err := listen(g.cfg.Server.MetricsListen, "metrics_listen", "server { metrics_listen }")
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.metricsLn = ln
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", g.metrics.Handler())
+		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		b.extra = append(b.extra, [2]string{"metrics:", "http://" + ln.Addr().String() + "/metrics"})
+	}
+	return s, nil
+}
+
+func (s *sideServers) serve(errc chan<- error) {
+	if s.httpSrv != nil {
+		go func() { errc <- s.httpSrv.Serve(s.httpLn) }()
+	}
+	if s.metricsSrv != nil {
+		go func() { _ = s.metricsSrv.Serve(s.metricsLn) }() // a scrape failing is not the gateway failing
+	}
+}
+
+func (s *sideServers) close() {
+	for _, srv := range []*http.Server{s.httpSrv, s.metricsSrv} {
+		if srv != nil {
+			_ = srv.Close()
+		}
+	}
+	for _, ln := range []net.Listener{s.httpLn, s.metricsLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// drain stops taking calls and lets those under way finish: the
+// listeners close at once (new connections are refused), idle
+// connections close, and calls and streams under way have
+// server.drain_timeout to end; past it their connections are cut. Each
+// call cut still runs its chain to the end (settle, row), waited for up
+// to settleWait. Metrics are served to the end.
+func (g *Gateway) drain(hs *http.Server, side *sideServers) {
+	g.draining.Store(true)
+	timeout := g.gen.Load().cfg.Server.DrainTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultDrainTimeout
+	}
+	g.log.Info("draining: no new calls; calls under way may finish", "drain_timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if side.httpSrv != nil {
+		go func() { _ = side.httpSrv.Shutdown(ctx) }()
+	}
+	if err := hs.Shutdown(ctx); err != nil {
+		g.log.Warn("calls still under way at drain_timeout; cutting them", "in_flight", g.gen.Load().inflight.Load())
+		_ = hs.Close()
+	}
+	retired := make(chan struct{})
+	go func() { g.retiring.Wait(); close(retired) }()
+	if !idle(g.gen.Load(), settleWait) {
+		g.log.Error("calls cut by the drain did not settle in time", "in_flight", g.gen.Load().inflight.Load())
+	}
+	select {
+	case <-retired:
+	case <-time.After(settleWait):
+		g.log.Error("calls of a previous config did not settle in time")
+	}
+	side.close()
+	g.log.Info("drained")
+}
+
+// serveHealthz answers that the process is alive: it does not look at
+// anything that may be slow.
+func (g *Gateway) serveHealthz(w http.ResponseWriter, _ *http.Request) {
+	writeProbe(w, http.StatusOK, "ok", nil)
+}
+
+// serveReadyz answers whether the gateway can serve calls: not draining,
+// the store working, every plugin running, every TLS certificate there.
+func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	var problems []string
+	if g.draining.Load() {
+		problems = append(problems, "draining: the gateway is stopping")
+	}
+	if c, ok := g.store.(store.Checker); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		if err := c.Check(ctx); err != nil {
+			problems = append(problems, err.Error()) // "store: ..."
+		}
+		cancel()
+	}
+	for _, p := range g.plugins.Stats() {
+		if !p.Up {
+			problems = append(problems, "plugin "+p.Name+": not running")
+		}
+	}
+	if err := g.tls.Ready(); err != nil {
+		problems = append(problems, "tls: "+err.Error())
+	}
+	if len(problems) > 0 {
+		writeProbe(w, http.StatusServiceUnavailable, "unavailable", problems)
+		return
+	}
+	writeProbe(w, http.StatusOK, "ready", nil)
+}
+
+func writeProbe(w http.ResponseWriter, status int, word string, problems []string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Status   string   `json:"status"`
+		Problems []string `json:"problems,omitempty"`
+	}{word, problems})
+}
