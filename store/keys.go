@@ -35,6 +35,11 @@ type Key struct {
 	Kind             string     `json:"kind"`
 	CreatedAt        time.Time  `json:"created_at"`
 	LastUsedAt       *time.Time `json:"last_used_at,omitempty"`
+	// AgentID binds a key of kind agent to its agent (store.Agents).
+	AgentID string `json:"agent_id,omitempty"`
+	// SpendCap bounds what the key may spend over its life (nil: no cap);
+	// PlaceHold enforces it against KeyUsage and the key's open holds.
+	SpendCap *money.Nano `json:"spend_cap,omitempty"`
 }
 
 // Keys is the role of API keys.

@@ -1,7 +1,7 @@
 // Package store defines Tollgate's state as role interfaces, one per file
 // (accounts, wallet, keys, logs, idempotency, tasks, models, knowledge
-// bases), and the records they hold. Store is their union: what a backend
-// implements. Backends live in sub-packages (badgerstore is the embedded
+// bases, agents), and the records they hold. Store is their union: what a
+// backend implements. Backends live in sub-packages (badgerstore is the embedded
 // default); the rest of the gateway sees only this package, and each part
 // of it asks for the roles it uses.
 package store
@@ -30,6 +30,7 @@ type Store interface {
 	Tasks
 	Models
 	KnowledgeBases
+	Agents
 
 	Close() error
 }

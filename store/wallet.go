@@ -40,6 +40,11 @@ type Hold struct {
 	// TaskID names the async task that owns the hold: crash recovery
 	// leaves such a hold to the task engine while the task exists.
 	TaskID string `json:"task_id,omitempty"`
+	// SpendCap is the key's spend cap when the hold is placed (nil: none):
+	// PlaceHold refuses with ErrSpendCap an amount beyond the cap minus
+	// what the key spent minus the key's open holds, decided atomically
+	// with the hold itself.
+	SpendCap *money.Nano `json:"spend_cap,omitempty"`
 }
 
 // Settlement closes a hold: the hold is removed, Charge is deducted from the
@@ -59,7 +64,11 @@ type Wallets interface {
 	// Credit adds amount (may be negative) to the balance as a ledger entry.
 	Credit(ctx context.Context, accountID string, amount money.Nano, note string) (Wallet, error)
 	// PlaceHold fails with ErrInsufficient when h.Amount exceeds the
-	// available balance (balance minus open holds).
+	// available balance (balance minus open holds), and with ErrSpendCap
+	// when h.SpendCap is set and h.Amount exceeds it minus the key's
+	// usage (KeyUsage) minus the key's open holds. Both are decided with
+	// the hold in one atomic step: of concurrent holds exactly those that
+	// fit pass.
 	PlaceHold(ctx context.Context, h Hold) (Wallet, error)
 	// Settle applies a settlement atomically; a backend may commit several
 	// in one transaction (group commit). A settlement whose hold no longer

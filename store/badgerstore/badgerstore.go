@@ -275,6 +275,7 @@ func (s *Store) recoverBooks(dir string, o Options) error {
 			return it.Value(func(v []byte) error {
 				h, err := decodeHold(v)
 				b.holds[h.ID] = h
+				b.heldByKey(h)
 				return err
 			})
 		})

@@ -18,8 +18,8 @@ import (
 
 const (
 	vRow     = 1
-	vHold    = 2 // 1: without TaskID
-	vKey     = 1
+	vHold    = 3 // 1: without TaskID; 2: without SpendCap
+	vKey     = 2 // 1: without AgentID and SpendCap
 	vAccount = 1
 )
 
@@ -46,6 +46,13 @@ func (e *enc) optTime(t *time.Time) {
 	e.bool(t != nil)
 	if t != nil {
 		e.time(*t)
+	}
+}
+
+func (e *enc) optNano(n *money.Nano) {
+	e.bool(n != nil)
+	if n != nil {
+		e.int(int64(*n))
 	}
 }
 
@@ -148,6 +155,14 @@ func (d *dec) optTime() *time.Time {
 	}
 	t := d.time()
 	return &t
+}
+
+func (d *dec) optNano() *money.Nano {
+	if !d.bool() {
+		return nil
+	}
+	n := money.Nano(d.int())
+	return &n
 }
 
 // count reads a slice length, refusing lengths the rest cannot hold.
@@ -402,13 +417,14 @@ func encodeHold(h *store.Hold) []byte {
 	e.int(int64(h.Amount))
 	e.time(h.SubmittedAt)
 	e.str(h.TaskID)
+	e.optNano(h.SpendCap)
 	return e.b
 }
 
 func decodeHold(v []byte) (store.Hold, error) {
 	d := dec{s: string(v)}
 	ver := d.byte()
-	if ver != 1 && ver != vHold {
+	if ver < 1 || ver > vHold {
 		d.fail()
 	}
 	h := store.Hold{
@@ -417,6 +433,9 @@ func decodeHold(v []byte) (store.Hold, error) {
 	}
 	if ver >= 2 {
 		h.TaskID = d.str()
+	}
+	if ver >= 3 {
+		h.SpendCap = d.optNano()
 	}
 	return h, d.done()
 }
@@ -438,16 +457,24 @@ func encodeKey(k *store.Key) []byte {
 	e.str(k.Kind)
 	e.time(k.CreatedAt)
 	e.optTime(k.LastUsedAt)
+	e.str(k.AgentID)
+	e.optNano(k.SpendCap)
 	return e.b
 }
 
 func decodeKey(v []byte) (store.Key, error) {
 	d := dec{s: string(v)}
-	d.version(vKey)
+	ver := d.byte()
+	if ver < 1 || ver > vKey {
+		d.fail()
+	}
 	k := store.Key{
 		ID: d.str(), AccountID: d.str(), Name: d.str(), Prefix: d.str(), Hash: d.bytes(), Sealed: d.bytes(),
 		RestrictModels: d.bool(), AllowedModels: d.strs(), ExpiresAt: d.optTime(), Enabled: d.bool(),
 		LogsAccountScope: d.bool(), Kind: d.str(), CreatedAt: d.time(), LastUsedAt: d.optTime(),
+	}
+	if ver >= 2 {
+		k.AgentID, k.SpendCap = d.str(), d.optNano()
 	}
 	return k, d.done()
 }

@@ -50,6 +50,15 @@ const (
 	pKBSrc    = "kbsrc/"    // kbsrc/{kb}\x00{r2_key}                           -> source file record (JSON)
 )
 
+// The agents role's records (agents.go).
+const (
+	pAgent     = "agent/"      // agent/{agent}                      -> agent (JSON)
+	pAgentAcct = "agentacct/"  // agentacct/{account}\x00{agent}     -> empty
+	pKeyReq    = "keyreq/"     // keyreq/{request}                   -> key request (JSON)
+	pKeyReqAcc = "keyreqacct/" // keyreqacct/{account}\x00{request}  -> empty
+	pOrg       = "org/"        // org/{account}                      -> organization (JSON)
+)
+
 const sep = 0x00
 
 // tsLen is the width of an encoded time: seconds (8, sign bit flipped so

@@ -47,6 +47,13 @@ type books struct {
 	queue   []*entry                 // journaled, not yet in Badger
 	spare   []*entry
 
+	// Spend caps (spendcap.go): each key's open holds, the lifetime spend
+	// of the capped keys seen since open, and how many charges of each
+	// key are journaled but not yet in Badger.
+	keyHeld   map[string]money.Nano
+	spent     map[string]money.Nano
+	unapplied map[string]int
+
 	applied   atomic.Uint64 // last record Badger has
 	appliedMu sync.Mutex
 	caughtUp  chan struct{} // closed when applied moves
@@ -90,6 +97,7 @@ func newBooks(delay time.Duration) *books {
 	}
 	return &books{
 		wallets: map[string]*store.Wallet{}, holds: map[string]store.Hold{},
+		keyHeld: map[string]money.Nano{}, spent: map[string]money.Nano{}, unapplied: map[string]int{},
 		caughtUp: make(chan struct{}),
 		work:     make(chan struct{}, 1), urge: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), delay: delay,
@@ -218,6 +226,9 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	e := &entry{kind: kindHold, account: h.AccountID, amount: h.Amount, holdID: h.ID, holdVal: val}
 	b := s.books
 	w, err := s.lockWallet(h.AccountID)
+	if err == nil && h.SpendCap != nil {
+		err = s.loadSpent(ctx, h.KeyID)
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return store.Wallet{}, err
@@ -230,6 +241,10 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 		b.mu.Unlock()
 		return store.Wallet{}, store.ErrInsufficient
 	}
+	if h.SpendCap != nil && !b.capFits(h) {
+		b.mu.Unlock()
+		return store.Wallet{}, store.ErrSpendCap
+	}
 	next, err := moved(*w, 0, h.Amount)
 	if err != nil {
 		b.mu.Unlock()
@@ -241,6 +256,7 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	}
 	*w = next
 	b.holds[h.ID] = h
+	b.heldByKey(h)
 	out, queued := *w, len(b.queue)
 	b.mu.Unlock()
 	return out, s.settled(ctx, e.seq, queued)
@@ -314,6 +330,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	}
 	if w != nil {
 		*w, _ = moved(*w, -e.charge, -e.amount) // checked above, under the same lock
+		b.closed(b.holds[st.HoldID], e.charge)
 		delete(b.holds, st.HoldID)
 	}
 	queued := len(b.queue)
@@ -637,6 +654,9 @@ func (s *Store) applyQueued() {
 			continue
 		}
 		last := batch[n-1].seq
+		b.mu.Lock()
+		b.inBadger(batch[:n])
+		b.mu.Unlock()
 		clear(batch[:n])
 		batch = batch[n:]
 		s.published(last)

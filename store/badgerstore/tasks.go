@@ -425,6 +425,7 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 	}
 	w.Held -= e.amount
 	w.Balance -= e.charge
+	b.closed(h, e.charge)
 	delete(b.holds, st.HoldID)
 	queued := len(b.queue)
 	b.mu.Unlock()

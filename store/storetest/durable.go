@@ -93,4 +93,15 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 		lastLedger = l[len(l)-1].ID
 		mustNil(t, "close", s.Close())
 	}
+
+	// A spend cap after reopen sees the key's spend (2) and its open hold
+	// (5), both from before.
+	s = reopen(t)
+	limit := cr(10)
+	over, fits := capped(hold("a", "capped-over", cr(4)), k.ID, &limit), capped(hold("a", "capped-fits", cr(3)), k.ID, &limit)
+	_, err = s.PlaceHold(ctx, over)
+	mustIs(t, "4 of the 3 left of the cap after reopen", err, store.ErrSpendCap)
+	_, err = s.PlaceHold(ctx, fits)
+	mustNil(t, "the 3 left of the cap after reopen", err)
+	mustNil(t, "close", s.Close())
 }
