@@ -24,7 +24,7 @@ import (
 )
 
 // adminCommand is `tollgate admin ...`: a client of the admin API
-// (/admin/v1) for accounts, credits and keys.
+// (/admin/v1) for accounts, credits, keys and agents.
 func adminCommand() *cli.Command {
 	keyFlags := []cli.Flag{
 		&cli.StringFlag{Name: "name", Usage: "key name"},
@@ -34,10 +34,11 @@ func adminCommand() *cli.Command {
 		&cli.StringFlag{Name: "expires-at", Usage: `RFC 3339 expiry, or "never"`},
 		&cli.BoolFlag{Name: "logs-account-scope", Usage: "the key may read the whole account's logs"},
 		&cli.StringFlag{Name: "kind", Usage: "key kind: console, employee, desktop or agent"},
+		&cli.StringFlag{Name: "spend-cap", Usage: `what the key may spend over its life, a decimal, or "none"`},
 	}
 	cmd := &cli.Command{
 		Name:  "admin",
-		Usage: "manage accounts, credits and keys through the admin API",
+		Usage: "manage accounts, credits, keys and agents through the admin API",
 		Flags: adminGlobalFlags(true),
 		Subcommands: []*cli.Command{
 			{
@@ -63,6 +64,9 @@ func adminCommand() *cli.Command {
 							&cli.StringFlag{Name: "name", Usage: "new name"},
 							&cli.IntFlag{Name: "rpm", Usage: "requests per minute (0: the config's)"},
 							&cli.IntFlag{Name: "concurrency", Usage: "requests in flight (0: the config's)"},
+							&cli.StringFlag{Name: "allowed-models", Usage: "the organization allowlist its agents' models are checked against, comma-separated"},
+							&cli.BoolFlag{Name: "allow-none", Usage: "its agents may use no model (allowed_models = [])"},
+							&cli.BoolFlag{Name: "allow-all", Usage: "its agents may use every model (allowed_models = null)"},
 						},
 						Action: adminAccountUpdate,
 					},
@@ -89,6 +93,7 @@ func adminCommand() *cli.Command {
 						Action: adminKeyCreate,
 					},
 					{Name: "list", Usage: "list an account's keys", ArgsUsage: "ACCOUNT_ID", Action: adminKeyList},
+					{Name: "get", Usage: "show a key, with what it spent and its spend cap", ArgsUsage: "KEY_ID", Action: adminKeyGet},
 					{Name: "reveal", Usage: "print a key's raw value", ArgsUsage: "KEY_ID", Action: adminKeyReveal},
 					{
 						Name: "update", Usage: "change a key; only the flags given change", ArgsUsage: "KEY_ID",
@@ -103,6 +108,7 @@ func adminCommand() *cli.Command {
 			},
 		},
 	}
+	cmd.Subcommands = append(cmd.Subcommands, adminAgentCommands()...)
 	addGlobalFlags(cmd.Subcommands)
 	return cmd
 }
@@ -165,6 +171,8 @@ type adminAccount struct {
 	Balance     money.Nano `json:"balance"`
 	Held        money.Nano `json:"held"`
 	Available   money.Nano `json:"available"`
+	// AllowedModels is the organization allowlist (null: every model).
+	AllowedModels []string `json:"allowed_models"`
 }
 
 type adminKey struct {
@@ -180,6 +188,9 @@ type adminKey struct {
 	Kind             string     `json:"kind"`
 	Revealable       bool       `json:"revealable"`
 	CreatedAt        time.Time  `json:"created_at"`
+	AgentID          *string    `json:"agent_id"`
+	SpendCap         *string    `json:"spend_cap"`
+	Spent            *string    `json:"spent"`
 }
 
 type adminWallet struct {
@@ -257,8 +268,11 @@ func adminAccountUpdate(c *cli.Context) error {
 			body[f] = c.Int(f)
 		}
 	}
+	if err := adminAllowlist(c, body); err != nil {
+		return err
+	}
 	if len(body) == 0 {
-		return errors.New("account update: give at least one of --name, --rpm, --concurrency")
+		return errors.New("account update: give at least one of --name, --rpm, --concurrency, --allowed-models, --allow-none, --allow-all")
 	}
 	var a adminAccount
 	return adminCall(c, http.MethodPatch, "/accounts/"+id, body, &a, func(w io.Writer) { adminPrintAccount(w, a) })
@@ -442,31 +456,15 @@ func adminKeyBody(c *cli.Context) (map[string]any, error) {
 	if c.IsSet("name") {
 		body["name"] = c.String("name")
 	}
-	n := 0
-	for _, f := range []string{"allowed-models", "allow-none", "allow-all"} {
-		if c.IsSet(f) {
-			n++
-		}
+	if err := adminAllowlist(c, body); err != nil {
+		return nil, err
 	}
-	if n > 1 {
-		return nil, errors.New("--allowed-models, --allow-none and --allow-all exclude each other")
-	}
-	switch {
-	case c.IsSet("allowed-models"):
-		var ids []string
-		for _, m := range strings.Split(c.String("allowed-models"), ",") {
-			if m = strings.TrimSpace(m); m != "" {
-				ids = append(ids, m)
-			}
+	if c.IsSet("spend-cap") {
+		limit, err := adminSpendCap(c.String("spend-cap"))
+		if err != nil {
+			return nil, err
 		}
-		if len(ids) == 0 {
-			return nil, errors.New("--allowed-models: give model ids separated by commas (or --allow-none)")
-		}
-		body["allowed_models"] = ids
-	case c.Bool("allow-none"):
-		body["allowed_models"] = []string{}
-	case c.Bool("allow-all"):
-		body["allowed_models"] = nil
+		body["spend_cap"] = limit
 	}
 	if c.IsSet("expires-at") {
 		switch v := strings.TrimSpace(c.String("expires-at")); v {
@@ -484,6 +482,38 @@ func adminKeyBody(c *cli.Context) (map[string]any, error) {
 		body["kind"] = c.String("kind")
 	}
 	return body, nil
+}
+
+// adminAllowlist reads --allowed-models, --allow-none and --allow-all
+// into body's allowed_models (a key's, or an organization's).
+func adminAllowlist(c *cli.Context, body map[string]any) error {
+	n := 0
+	for _, f := range []string{"allowed-models", "allow-none", "allow-all"} {
+		if c.IsSet(f) {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("--allowed-models, --allow-none and --allow-all exclude each other")
+	}
+	switch {
+	case c.IsSet("allowed-models"):
+		var ids []string
+		for _, m := range strings.Split(c.String("allowed-models"), ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				ids = append(ids, m)
+			}
+		}
+		if len(ids) == 0 {
+			return errors.New("--allowed-models: give model ids separated by commas (or --allow-none)")
+		}
+		body["allowed_models"] = ids
+	case c.Bool("allow-none"):
+		body["allowed_models"] = []string{}
+	case c.Bool("allow-all"):
+		body["allowed_models"] = nil
+	}
+	return nil
 }
 
 // adminWithID takes the command's one positional argument and lets flags follow
@@ -650,9 +680,14 @@ func adminEndpoint(c *cli.Context) (string, string, error) {
 const adminPrefix = "/admin/v1"
 
 func adminPrintAccount(w io.Writer, a adminAccount) {
-	adminLines(w, "id", a.ID, "name", a.Name, "status", a.Status,
+	kv := []string{"id", a.ID, "name", a.Name, "status", a.Status,
 		"balance", a.Balance.String(), "held", a.Held.String(), "available", a.Available.String(),
-		"rpm", adminLimit(a.RPM), "concurrency", adminLimit(a.Concurrency), "created_at", adminStamp(a.CreatedAt))
+		"rpm", adminLimit(a.RPM), "concurrency", adminLimit(a.Concurrency)}
+	if a.AllowedModels != nil {
+		// The organization allowlist, shown when it restricts.
+		kv = append(kv, "allowed_models", adminModelList(a.AllowedModels))
+	}
+	adminLines(w, append(kv, "created_at", adminStamp(a.CreatedAt))...)
 }
 
 // adminPrintKey prints a key; revealable only where it informs (a new
@@ -666,6 +701,15 @@ func adminPrintKey(w io.Writer, k adminKey, revealable bool) {
 		"enabled", fmt.Sprint(k.Enabled), "allowed_models", adminModelList(k.AllowedModels),
 		"expires_at", adminExpiry(k.ExpiresAt), "logs_account_scope", fmt.Sprint(k.LogsAccountScope),
 		"kind", k.Kind)
+	if k.AgentID != nil {
+		kv = append(kv, "agent_id", *k.AgentID)
+	}
+	if k.SpendCap != nil || k.AgentID != nil {
+		kv = append(kv, "spend_cap", adminOr(k.SpendCap, "none"))
+	}
+	if k.Spent != nil {
+		kv = append(kv, "spent", *k.Spent)
+	}
 	if revealable {
 		kv = append(kv, "revealable", fmt.Sprint(k.Revealable))
 	}

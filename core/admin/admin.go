@@ -68,6 +68,7 @@ type KeySpec struct {
 	Enabled          *bool
 	LogsAccountScope *bool
 	Kind             *string
+	SpendCap         **money.Nano // pointer to nil: no cap
 }
 
 // CreateKey makes a key for an account and returns it with its raw value,
@@ -117,6 +118,18 @@ func applySpec(k *store.Key, spec KeySpec) error {
 	if spec.LogsAccountScope != nil {
 		k.LogsAccountScope = *spec.LogsAccountScope
 	}
+	if spec.SpendCap != nil {
+		k.SpendCap = *spec.SpendCap
+	}
+	if k.AgentID != "" {
+		// Agent keys never expire until revoked, and stay agent keys.
+		if k.ExpiresAt != nil {
+			return apierr.New(apierr.InvalidRequest, "an agent key never expires: revoke it (enabled false) or delete it instead")
+		}
+		if spec.Kind != nil && *spec.Kind != store.KindAgent {
+			return apierr.Newf(apierr.InvalidRequest, "an agent key stays of kind agent; got %q", *spec.Kind)
+		}
+	}
 	if spec.Kind != nil {
 		switch *spec.Kind {
 		case store.KindConsole, store.KindEmployee, store.KindDesktop, store.KindAgent:
@@ -161,6 +174,7 @@ func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger)
 	m.HandleFunc("GET /admin/v1/keys/{id}/reveal", h.reveal)
 	m.HandleFunc("PATCH /admin/v1/keys/{id}", h.patchKey)
 	m.HandleFunc("DELETE /admin/v1/keys/{id}", h.deleteKey)
+	h.agentRoutes()
 	return h
 }
 
@@ -238,6 +252,9 @@ type accountView struct {
 	Balance   money.Nano `json:"balance"`
 	Held      money.Nano `json:"held"`
 	Available money.Nano `json:"available"`
+	// AllowedModels is the organization allowlist agents are checked
+	// against: null for every model.
+	AllowedModels []string `json:"allowed_models"`
 }
 
 func (h *Handler) view(ctx context.Context, a store.Account) (accountView, error) {
@@ -245,7 +262,15 @@ func (h *Handler) view(ctx context.Context, a store.Account) (accountView, error
 	if err != nil {
 		return accountView{}, err
 	}
-	return accountView{Account: a, Object: "account", Balance: w.Balance, Held: w.Held, Available: w.Available()}, nil
+	o, err := h.store.GetOrganization(ctx, a.ID)
+	if err != nil {
+		return accountView{}, err
+	}
+	v := accountView{Account: a, Object: "account", Balance: w.Balance, Held: w.Held, Available: w.Available()}
+	if o.RestrictModels {
+		v.AllowedModels = append([]string{}, o.AllowedModels...)
+	}
+	return v, nil
 }
 
 func (h *Handler) createAccount(w http.ResponseWriter, r *http.Request) {
@@ -312,10 +337,21 @@ func (h *Handler) patchAccount(w http.ResponseWriter, r *http.Request) {
 		Status      *string `json:"status"`
 		RPM         *int    `json:"rpm"`
 		Concurrency *int    `json:"concurrency"`
+		// The organization allowlist: null every model, [] none.
+		AllowedModels json.RawMessage `json:"allowed_models"`
 	}
 	if err := decode(r, &body); err != nil {
 		fail(w, err)
 		return
+	}
+	var org *store.Organization
+	if len(body.AllowedModels) > 0 {
+		o, err := orgAllowlist(body.AllowedModels)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		org = &o
 	}
 	if body.Status != nil && *body.Status != store.AccountActive && *body.Status != store.AccountDisabled {
 		fail(w, apierr.Newf(apierr.InvalidRequest, "status must be active or disabled, got %q", *body.Status))
@@ -349,6 +385,13 @@ func (h *Handler) patchAccount(w http.ResponseWriter, r *http.Request) {
 	if err := h.store.UpdateAccount(r.Context(), a); err != nil {
 		fail(w, err)
 		return
+	}
+	if org != nil {
+		org.AccountID = a.ID
+		if err := h.store.SetOrganization(r.Context(), *org); err != nil {
+			fail(w, err)
+			return
+		}
 	}
 	v, err := h.view(r.Context(), a)
 	if err != nil {
@@ -402,10 +445,18 @@ type keyBody struct {
 	Enabled          *bool            `json:"enabled"`
 	LogsAccountScope *bool            `json:"logs_account_scope"`
 	Kind             *string          `json:"kind"`
+	SpendCap         json.RawMessage  `json:"spend_cap"`
 }
 
 func (b keyBody) spec() (KeySpec, error) {
 	s := KeySpec{Name: b.Name, Enabled: b.Enabled, LogsAccountScope: b.LogsAccountScope, Kind: b.Kind}
+	limit, set, err := capField(b.SpendCap)
+	if err != nil {
+		return s, err
+	}
+	if set {
+		s.SpendCap = &limit
+	}
 	if len(b.AllowedModels) > 0 {
 		restrict := string(b.AllowedModels) != "null"
 		s.RestrictModels = &restrict
@@ -446,6 +497,12 @@ type keyView struct {
 	Revealable       bool       `json:"revealable"`
 	CreatedAt        time.Time  `json:"created_at"`
 	LastUsedAt       *time.Time `json:"last_used_at"`
+	// AgentID is the agent an agent key is bound to (null otherwise);
+	// SpendCap its spend cap (null: none); Spent what it spent, in GET
+	// /keys/{id} only.
+	AgentID  *string     `json:"agent_id"`
+	SpendCap *money.Nano `json:"spend_cap"`
+	Spent    *money.Nano `json:"spent,omitempty"`
 }
 
 func keyJSON(k store.Key, raw string) keyView {
@@ -457,6 +514,10 @@ func keyJSON(k store.Key, raw string) keyView {
 	if k.RestrictModels {
 		v.AllowedModels = append([]string{}, k.AllowedModels...)
 	}
+	if k.AgentID != "" {
+		v.AgentID = &k.AgentID
+	}
+	v.SpendCap = k.SpendCap
 	return v
 }
 
@@ -496,13 +557,22 @@ func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
+// getKey shows a key with what it spent over its life (settled calls,
+// streams included) beside its spend cap.
 func (h *Handler) getKey(w http.ResponseWriter, r *http.Request) {
 	k, err := h.store.GetKey(r.Context(), r.PathValue("id"))
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	reply(w, http.StatusOK, keyJSON(k, ""))
+	spent, err := h.store.KeyUsage(r.Context(), k.ID)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	v := keyJSON(k, "")
+	v.Spent = &spent
+	reply(w, http.StatusOK, v)
 }
 
 func (h *Handler) reveal(w http.ResponseWriter, r *http.Request) {
