@@ -54,6 +54,13 @@ type Call struct {
 	Account *store.Account
 	Wallet  store.Wallet
 
+	// Set by agent for an agent key: the agent, the knowledge pages its
+	// retrieval added, and the body as the client sent it (Body is then
+	// the agent's request).
+	Agent      *store.Agent
+	AgentPages []string
+	ClientBody []byte
+
 	// Set by allowlist.
 	Model *config.Model
 

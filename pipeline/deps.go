@@ -38,6 +38,9 @@ type Deps struct {
 	// its chain ran (metrics); nil means none.
 	Tracer   trace.Tracer
 	Observer CallObserver
+	// Retriever is the knowledge base the agent stage searches; nil when
+	// the gateway serves none (an agent with bases is then refused).
+	Retriever Retriever
 }
 
 // FileHost keeps a job's result file and hands out a signed, expiring

@@ -143,6 +143,9 @@ func fingerprint(c *Call) []byte {
 	h.Write([]byte(c.Request.URL.Path))
 	h.Write([]byte{0})
 	body := c.Body
+	if c.ClientBody != nil {
+		body = c.ClientBody // the body as sent, before the agent stage rewrote it
+	}
 	if c.Job != nil && c.Job.Body != nil {
 		body = c.Job.Body
 	}

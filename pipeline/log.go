@@ -215,6 +215,12 @@ func techView(c *Call) *store.TechView {
 	if c.ReplayOf != "" {
 		t.Gateway = append(t.Gateway, store.KV{K: "idempotent_replay_of", V: c.ReplayOf})
 	}
+	if c.Agent != nil {
+		t.Gateway = append(t.Gateway, store.KV{K: "agent", V: c.Agent.ID})
+		if len(c.AgentPages) > 0 {
+			t.Gateway = append(t.Gateway, store.KV{K: "knowledge_pages", V: strings.Join(c.AgentPages, ",")})
+		}
+	}
 	if c.Hold != nil {
 		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: c.Hold.Amount.String()})
 	}

@@ -64,6 +64,7 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 		Model:       m.ID,
 		Amount:      amount,
 		SubmittedAt: c.Start,
+		SpendCap:    c.Key.SpendCap,
 	}
 	return s.place(ctx, c, h, "input estimate plus max tokens", "lower max_tokens or top up")
 }
@@ -82,13 +83,21 @@ func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
 	h := store.Hold{
 		ID: c.ID, AccountID: c.Account.ID, KeyID: c.Key.ID, KeyName: c.Key.Name, KeyPrefix: c.Key.Prefix,
 		Model: c.Model.ID, UnitType: j.Spec.UnitType, Amount: amount, SubmittedAt: c.Start, TaskID: j.TaskID,
+		SpendCap: c.Key.SpendCap,
 	}
 	return s.place(ctx, c, h, "its units at the model's price", "top up")
 }
 
-// place reserves h, or refuses the call with 402.
+// place reserves h, or refuses the call with 402: beyond the account's
+// available balance, or beyond the key's spend cap (cap minus spent minus
+// the key's open holds, decided by the store with the hold).
 func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what, fix string) error {
 	w, err := s.store.PlaceHold(ctx, h)
+	if errors.Is(err, store.ErrSpendCap) {
+		return apierr.New(apierr.QuotaExceeded, "spend cap reached: this request may cost up to "+h.Amount.String()+
+			" credits ("+what+"), more than is left of this key's spend cap of "+h.SpendCap.String()+
+			" (the cap minus what the key spent and holds for calls in flight); ask an admin to raise it")
+	}
 	if errors.Is(err, store.ErrInsufficient) {
 		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost up to "+h.Amount.String()+
 			" credits ("+what+"), more than the account's available balance; "+fix)

@@ -52,6 +52,7 @@ type KindsOf interface {
 // authenticated and answered, nothing else.
 var builtinKinds = map[string][]Kind{
 	"auth":        Kinds,
+	"agent":       Kinds,
 	"allowlist":   {KindChat, KindJob},
 	"idempotency": {KindChat, KindJob},
 	"precharge":   {KindChat, KindJob},
@@ -85,6 +86,7 @@ type Registry struct {
 func NewRegistry() *Registry {
 	r := &Registry{factories: map[string]Factory{}}
 	r.Register("auth", newAuth)
+	r.Register("agent", newAgent)
 	r.Register("allowlist", newAllowlist)
 	r.Register("idempotency", newIdempotency)
 	r.Register("precharge", newPrecharge)
@@ -111,6 +113,7 @@ func (r *Registry) Names() []string {
 // DefaultOrder is the chain when the config names none.
 var DefaultOrder = []string{
 	"auth",        // who is calling: key, account, 401/402
+	"agent",       // agent keys: only chat completions, as their agent says
 	"allowlist",   // which model: registry, then the key's allowlist
 	"idempotency", // Idempotency-Key checks
 	"precharge",   // hold the worst-case cost, or 402
@@ -121,7 +124,7 @@ var DefaultOrder = []string{
 }
 
 // required stages cannot be left out: without them money or the ledger breaks.
-var required = []string{"auth", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}
+var required = []string{"auth", "agent", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}
 
 // Chain is a compiled, ordered list of stages.
 type Chain struct {
@@ -180,6 +183,10 @@ func build(reg *Registry, d *Deps, order []string, settings map[string]map[strin
 	if len(order) == 0 {
 		order = DefaultOrder
 	}
+	order, err := withAgent(order)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	ch := &Chain{log: d.Logger.Named("pipeline")}
 	for _, name := range order {
@@ -210,12 +217,31 @@ func build(reg *Registry, d *Deps, order []string, settings map[string]map[strin
 		}
 		return -1
 	}
-	for i := 1; i < len(required); i++ {
-		if pos(required[i-1]) > pos(required[i]) {
-			return nil, fmt.Errorf("pipeline: stage %q must come before %q", required[i-1], required[i])
+	for i := range required {
+		for _, later := range required[i+1:] {
+			if pos(required[i]) > pos(later) {
+				return nil, fmt.Errorf("pipeline: stage %q must come before %q", required[i], later)
+			}
 		}
 	}
 	return ch, nil
+}
+
+// withAgent puts the agent stage right after auth when the order leaves it
+// out (a config written before it existed), and refuses an order that puts
+// it anywhere else: no stage may see an agent key's call before the agent
+// stage has refused or rewritten it.
+func withAgent(order []string) ([]string, error) {
+	auth, agent := slices.Index(order, "auth"), slices.Index(order, "agent")
+	switch {
+	case auth < 0:
+		return order, nil // refused below: auth is required
+	case agent < 0:
+		return slices.Insert(slices.Clone(order), auth+1, "agent"), nil
+	case agent != auth+1:
+		return nil, fmt.Errorf("pipeline: stage %q must come right after %q", "agent", "auth")
+	}
+	return order, nil
 }
 
 // Stages returns the stage names in order.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,7 +27,10 @@ func TestBuildOrder(t *testing.T) {
 		err   string
 	}{
 		{"default order", nil, ""},
-		{"extra stage", []string{"auth", "guard", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, ""},
+		{"extra stage", []string{"auth", "agent", "guard", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, ""},
+		{"agent left out: put after auth", []string{"auth", "guard", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, ""},
+		{"agent not right after auth", []string{"auth", "guard", "agent", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}, `"agent" must come right after "auth"`},
+		{"agent before auth", []string{"agent", "auth", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}, `"agent" must come right after "auth"`},
 		{"unknown stage", []string{"auth", "nope"}, `unknown stage "nope"`},
 		{"missing required", []string{"auth", "allowlist", "precharge", "translate", "dispatch", "settle"}, `stage "log" is required`},
 		{"out of order", []string{"allowlist", "auth", "precharge", "translate", "dispatch", "settle", "log"}, `"auth" must come before "allowlist"`},
@@ -42,6 +46,9 @@ func TestBuildOrder(t *testing.T) {
 				want := tc.order
 				if want == nil {
 					want = DefaultOrder
+				}
+				if !slices.Contains(want, "agent") {
+					want = slices.Insert(slices.Clone(want), 1, "agent")
 				}
 				if strings.Join(ch.Stages(), ",") != strings.Join(want, ",") {
 					t.Fatalf("stages %v", ch.Stages())

@@ -76,7 +76,7 @@ func (s *translateStage) Serve(_ context.Context, c *Call) error {
 		return apierr.Newf(apierr.NoChannelAvailable,
 			"the model '%s' has no channel serving the %s protocol", c.ModelID, c.Protocol)
 	}
-	r := &Route{Candidates: orderCandidates(cands)}
+	r := &Route{Candidates: orderFor(c, cands)}
 	if err := checkBuiltinTools(c, r); err != nil {
 		return err
 	}

@@ -56,6 +56,19 @@ func (s *Server) balance(ctx context.Context, c *pipeline.Call) error {
 		return apierr.Internal(err)
 	}
 	remaining := max(wallet.Available(), 0)
+	if k.SpendCap != nil {
+		// What the key's spend cap still allows, live (spec: the minimum
+		// of the balance and any remaining key spend cap).
+		spent, err := s.store.KeyUsage(ctx, k.ID)
+		if err != nil {
+			return apierr.Internal(err)
+		}
+		if left, ok := money.Sub(*k.SpendCap, spent); ok {
+			remaining = min(remaining, max(left, 0))
+		} else {
+			remaining = 0
+		}
+	}
 	var expires any
 	if k.ExpiresAt != nil {
 		expires = k.ExpiresAt.UTC().Format(time.RFC3339)
