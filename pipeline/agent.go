@@ -89,6 +89,7 @@ func (s *agentStage) Serve(ctx context.Context, c *Call) error {
 		return denied("the agent of this key is not published")
 	}
 	c.Agent = &a
+	c.ModelID = a.Model // the row names the agent's model, refused calls too
 	if c.BodyErr != nil {
 		return c.BodyErr
 	}

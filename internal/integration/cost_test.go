@@ -79,6 +79,13 @@ var testPrices = func() map[string]price {
 		"up-chat":     per("0.5", "1.5", "", ""),
 		// customstage_test.go
 		"deny-chat": per("1", "2", "", ""),
+		// orgagents_support_test.go: orgAgentsConfig.
+		"org-chat":   per("3", "15", "", ""),
+		"org-vision": per("3", "15", "", ""),
+		"org-web":    per("3", "15", "", ""),
+		"org-other":  per("3", "15", "", ""),
+		"org-pin":    per("3", "15", "", ""),
+		"org-cap":    per("0", "1", "", ""),
 		// discovery_test.go, ratelimit_account_test.go
 		"chat-only":  per("1", "2", "", ""),
 		"limit-chat": per("1", "2", "", ""),
