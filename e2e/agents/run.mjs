@@ -23,6 +23,8 @@ const runDir = path.join(root, '.e2e', 'run');
 const bin = path.join(root, 'bin');
 const ADMIN_TOKEN = 'e2e-agents-admin-token';
 const UPSTREAM_KEY = 'e2e-agents-upstream-key';
+// The model of the organization agent each gateway serves.
+const AGENT_MODEL = 'gpt-4o-mini';
 const CASE_TIMEOUT_MS = Number(process.env.E2E_CASE_TIMEOUT_MS || 120_000);
 const only = process.env.E2E_CASES ? new RegExp(process.env.E2E_CASES) : null;
 
@@ -101,7 +103,12 @@ async function startGateway(name, config) {
   };
   const acct = await admin('/accounts', { name: `e2e-agents-${name}` });
   const key = await admin(`/accounts/${acct.id}/keys`, { name: 'e2e-agents' });
-  return { url, key: key.key, log: child.log };
+  // An organization agent behind its own key (docs/agents-org.md).
+  const agent = await admin(`/accounts/${acct.id}/agents`, {
+    name: 'e2e help desk', model: AGENT_MODEL, system_prompt: 'You are the help desk of the e2e run. Answer briefly.', temperature: 0.2,
+  });
+  const agentKey = await admin(`/agents/${agent.id}/keys`, { name: 'e2e agent', spend_cap: '50' });
+  return { url, key: key.key, agentKey: agentKey.key, agentModel: AGENT_MODEL, log: child.log };
 }
 
 async function startUpstream() {
@@ -240,7 +247,7 @@ async function loadCaseModules() {
   fs.copyFileSync(path.join(here, 'lib.mjs'), path.join(dst, 'lib.mjs'));
   fs.writeFileSync(path.join(dst, 'package.json'), '{"type":"module"}\n');
   const mods = [];
-  for (const f of ['gateway.mjs', 'claude-code.mjs', 'codex.mjs', 'sdk-openai.mjs', 'sdk-anthropic.mjs', 'sdk-genai.mjs']) {
+  for (const f of ['gateway.mjs', 'claude-code.mjs', 'codex.mjs', 'sdk-openai.mjs', 'sdk-openai-agent.mjs', 'sdk-anthropic.mjs', 'sdk-genai.mjs']) {
     fs.copyFileSync(path.join(here, 'cases', f), path.join(dst, 'cases', f));
     mods.push(await import(pathToFileURL(path.join(dst, 'cases', f)).href));
   }
