@@ -30,7 +30,7 @@ func TestFitPages(t *testing.T) {
 	}{
 		{"small pages, the top five", []RetrievedPage{page("1", 10), page("2", 10), page("3", 10), page("4", 10), page("5", 10), page("6", 10)}, "1,2,3,4,5", -1},
 		{"the last cut to the budget", []RetrievedPage{page("1", 5000), page("2", 5000), page("3", 10)}, "1,2", retrievalChars},
-		{"a heading that does not fit ends it", []RetrievedPage{page("1", retrievalChars - heading("1") - 2), page("2", 10)}, "1", -1},
+		{"a heading that does not fit ends it", []RetrievedPage{page("1", retrievalChars-heading("1")-2), page("2", 10)}, "1", -1},
 		{"one huge page", []RetrievedPage{page("1", 100000)}, "1", retrievalChars},
 		{"none", nil, "", 0},
 	} {
