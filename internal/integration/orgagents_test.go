@@ -425,6 +425,11 @@ func TestOrgAgentSpendCapBoundary(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 402 {
 		t.Fatalf("a call past the cap: %v", err)
 	}
+	// Any key may carry a cap: the balance route shows what it leaves.
+	_, console := g.Key(acct, map[string]any{"spend_cap": "0.5"})
+	if c := do(t, "GET", g.URL+"/v1/key/balance", bearer(console), ""); c.Status != 200 || gjson.GetBytes(c.Body, "remaining_usd").String() != "0.5" {
+		t.Fatalf("balance of a capped key: %d %s", c.Status, c.Body)
+	}
 	// Raising the cap lets the key go on.
 	g.Admin("PATCH", "/keys/"+keyID, map[string]any{"spend_cap": (limit + h).String()}, nil)
 	if _, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "x", MaxTokens: openai.Int(maxTokens),
