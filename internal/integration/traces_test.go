@@ -114,7 +114,7 @@ telemetry {
 		t.Fatalf("chat: %d %s", c.Status, c.Body)
 	}
 
-	stages := []string{"auth", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}
+	stages := []string{"auth", "agent", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}
 	spans := rc.trace(t, traceID, 1+len(stages)+1)
 	byName := map[string]*tracepb.Span{}
 	for _, s := range spans {
