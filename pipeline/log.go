@@ -171,6 +171,17 @@ func (s *logStage) finishTask(ctx context.Context, c *Call) {
 	t.Result.Cost = c.Charge
 	t.Result.Units = *row.UnitCount
 	err := s.store.FinishTask(context.WithoutCancel(ctx), t, store.Settlement{HoldID: t.HoldID, Charge: c.Charge, Row: row})
+	if errors.Is(err, store.ErrOutOfRange) {
+		// As for a chat call: the task ends, its row at cost 0 naming the
+		// charge the books could not take.
+		s.log.Error("the charge would take the balance out of range; the task ends with cost 0",
+			"task_id", t.ID, "account_id", row.AccountID, "charge", c.Charge.String())
+		if row.Tech != nil {
+			row.Tech.Gateway = append(row.Tech.Gateway, store.KV{K: "charge_not_booked", V: c.Charge.String() + " (out of the balance's range)"})
+		}
+		row.Cost, t.Result.Cost = 0, 0
+		err = s.store.FinishTask(context.WithoutCancel(ctx), t, store.Settlement{HoldID: t.HoldID, Row: row})
+	}
 	switch {
 	case err == nil:
 		c.Row = row

@@ -228,6 +228,7 @@ func (e *Engine) runDue(ctx context.Context) time.Time {
 	now := e.o.Now()
 	var next time.Time
 	var due []*entry
+	var snaps []store.Task
 	e.mu.Lock()
 	for _, en := range e.owned {
 		if en.busy {
@@ -236,6 +237,7 @@ func (e *Engine) runDue(ctx context.Context) time.Time {
 		if !en.next.After(now) {
 			en.busy = true
 			due = append(due, en)
+			snaps = append(snaps, en.t) // renew writes en.t under e.mu
 			continue
 		}
 		if next.IsZero() || en.next.Before(next) {
@@ -243,7 +245,7 @@ func (e *Engine) runDue(ctx context.Context) time.Time {
 		}
 	}
 	e.mu.Unlock()
-	for _, en := range due {
+	for i, en := range due {
 		select {
 		case e.sem <- struct{}{}:
 		case <-ctx.Done():
@@ -253,7 +255,7 @@ func (e *Engine) runDue(ctx context.Context) time.Time {
 		go func() {
 			defer e.wg.Done()
 			defer func() { <-e.sem }()
-			e.step(ctx, en)
+			e.step(ctx, en, snaps[i])
 		}()
 	}
 	return next
@@ -290,9 +292,12 @@ func (e *Engine) renew(ctx context.Context) {
 	e.mu.Unlock()
 }
 
-// step does one piece of work on a task: end it, or ask the upstream once.
-func (e *Engine) step(ctx context.Context, en *entry) {
-	t := en.t
+// step does one piece of work on a task (t is its state when it became
+// due: renew writes en.t under e.mu): end it, or ask the upstream once.
+func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
+	e.mu.Lock()
+	pending, resumed := en.pending, en.resumed
+	e.mu.Unlock()
 	spec := (*e.specs.Load())[t.Family]
 	var (
 		end  *End
@@ -301,9 +306,9 @@ func (e *Engine) step(ctx context.Context, en *entry) {
 	switch {
 	case spec == nil:
 		end = &End{Err: fmt.Errorf("the %s family is no longer served", t.Family)}
-	case en.pending != nil:
-		end = &End{Outcome: en.pending}
-	case en.resumed && (!spec.ResumeAfterRestart || t.UpstreamRef == ""):
+	case pending != nil:
+		end = &End{Outcome: pending}
+	case resumed && (!spec.ResumeAfterRestart || t.UpstreamRef == ""):
 		end = &End{Interrupted: true}
 	case !e.o.Now().Before(t.Deadline):
 		end = &End{Err: timeoutError(spec)}

@@ -413,6 +413,13 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 		return store.ErrLeaseLost
 	}
 	e.amount, e.keyID = h.Amount, h.KeyID
+	// As for Settle: nothing is booked that would take the balance out of
+	// money's range.
+	next, err := moved(*w, -e.charge, -e.amount)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
 	id, err := nextID(s.logSeq)
 	if err != nil {
 		b.mu.Unlock()
@@ -423,8 +430,7 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 		b.mu.Unlock()
 		return err
 	}
-	w.Held -= e.amount
-	w.Balance -= e.charge
+	*w = next
 	b.closed(h, e.charge)
 	delete(b.holds, st.HoldID)
 	queued := len(b.queue)
