@@ -439,13 +439,13 @@ func (h *Handler) credit(w http.ResponseWriter, r *http.Request) {
 // keyBody is the JSON of a key create or patch. allowed_models null means
 // every model; [] denies every model.
 type keyBody struct {
-	Name             *string          `json:"name"`
-	AllowedModels    json.RawMessage  `json:"allowed_models"`
-	ExpiresAt        *json.RawMessage `json:"expires_at"`
-	Enabled          *bool            `json:"enabled"`
-	LogsAccountScope *bool            `json:"logs_account_scope"`
-	Kind             *string          `json:"kind"`
-	SpendCap         json.RawMessage  `json:"spend_cap"`
+	Name             *string         `json:"name"`
+	AllowedModels    json.RawMessage `json:"allowed_models"`
+	ExpiresAt        json.RawMessage `json:"expires_at"` // null clears it: RawMessage keeps the null, a pointer would not
+	Enabled          *bool           `json:"enabled"`
+	LogsAccountScope *bool           `json:"logs_account_scope"`
+	Kind             *string         `json:"kind"`
+	SpendCap         json.RawMessage `json:"spend_cap"`
 }
 
 func (b keyBody) spec() (KeySpec, error) {
@@ -468,11 +468,11 @@ func (b keyBody) spec() (KeySpec, error) {
 			s.AllowedModels = &list
 		}
 	}
-	if b.ExpiresAt != nil {
+	if len(b.ExpiresAt) > 0 {
 		var t *time.Time
-		if string(*b.ExpiresAt) != "null" {
+		if string(b.ExpiresAt) != "null" {
 			var v time.Time
-			if err := json.Unmarshal(*b.ExpiresAt, &v); err != nil {
+			if err := json.Unmarshal(b.ExpiresAt, &v); err != nil {
 				return s, apierr.New(apierr.InvalidRequest, "expires_at must be an RFC 3339 timestamp or null")
 			}
 			t = &v

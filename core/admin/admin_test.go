@@ -212,3 +212,19 @@ func TestCreditsOutOfRange(t *testing.T) {
 		t.Fatalf("account %v", a)
 	}
 }
+
+func TestPatchKeyClearsExpiry(t *testing.T) {
+	var b keyBody
+	if err := json.Unmarshal([]byte(`{"expires_at": null}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.spec()
+	if err != nil || s.ExpiresAt == nil || *s.ExpiresAt != nil {
+		t.Fatalf("expires_at null must clear the expiry: %+v %v", s.ExpiresAt, err)
+	}
+	b = keyBody{}
+	_ = json.Unmarshal([]byte(`{"name": "x"}`), &b)
+	if s, _ := b.spec(); s.ExpiresAt != nil {
+		t.Fatal("an absent expires_at must leave the expiry alone")
+	}
+}
