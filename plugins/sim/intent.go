@@ -241,7 +241,7 @@ func (in *intent) asksWiki() bool {
 }
 
 // searchTerm is what to look for: a quoted string, else the word after
-// "for" in its own case ("search for TODO in the code").
+// "for" in its own case ("search for deadline in the code").
 func searchTerm(text string, quoted []string) string {
 	if len(quoted) > 0 {
 		return quoted[0]
