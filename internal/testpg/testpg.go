@@ -1,0 +1,349 @@
+// Package testpg starts a throwaway PostgreSQL server for tests: initdb in
+// a temporary directory, a random free port on 127.0.0.1, no Unix socket,
+// durability off (fsync, synchronous commit) since the data dies with the
+// test. Tests run as root in CI and PostgreSQL refuses to run as root, so
+// then the server runs as the unprivileged user nobody.
+//
+// One server serves a whole test process; each test takes a fresh schema
+// (Schema) or database (Database) of it. A package using it runs its tests
+// through Main, which stops the server at the end; the server also dies
+// with the test process (parent-death signal).
+package testpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is a running PostgreSQL.
+type Server struct {
+	// URL reaches the server's postgres database as superuser postgres.
+	URL  string
+	Port int
+	dir  string
+	cmd  *exec.Cmd
+	log  *os.File
+	// exited is closed when the server process has ended.
+	exited chan struct{}
+}
+
+var (
+	once    sync.Once
+	shared  *Server
+	errOnce error
+	names   atomic.Int64
+)
+
+// Main runs the package's tests and stops the server if one was started.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		shared.Stop()
+	}
+	return code
+}
+
+// Start returns the process's server, starting it on first use. Without
+// PostgreSQL's binaries the test fails (CI installs them, see .ci/run),
+// unless TOLLGATE_SKIP_POSTGRES is set: then it is skipped.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	once.Do(func() { shared, errOnce = start() })
+	if errOnce != nil {
+		if os.Getenv("TOLLGATE_SKIP_POSTGRES") != "" {
+			t.Skipf("postgres: %v", errOnce)
+		}
+		t.Fatalf("postgres: %v", errOnce)
+	}
+	return shared
+}
+
+// Schema creates a new empty schema and returns a URL whose connections
+// use it (search_path), so a store opened on it sees only its own tables.
+func Schema(t testing.TB) string {
+	t.Helper()
+	s := Start(t)
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), names.Add(1))
+	s.exec(t, "CREATE SCHEMA "+name)
+	return withParam(s.URL, "search_path", name)
+}
+
+// Database creates a new empty database and returns its URL.
+func Database(t testing.TB) string {
+	t.Helper()
+	s := Start(t)
+	name := fmt.Sprintf("db%d_%d", os.Getpid(), names.Add(1))
+	s.exec(t, "CREATE DATABASE "+name)
+	u, _ := url.Parse(s.URL)
+	u.Path = "/" + name
+	return u.String()
+}
+
+func withParam(raw, k, v string) string {
+	u, _ := url.Parse(raw)
+	q := u.Query()
+	q.Set(k, v)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (s *Server) exec(t testing.TB, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// Stop ends the server and removes its directory.
+func (s *Server) Stop() {
+	if s.cmd != nil {
+		// SIGQUIT: immediate shutdown; nothing here needs to survive.
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	if s.log != nil {
+		s.log.Close()
+	}
+	os.RemoveAll(s.dir)
+}
+
+// binDir finds PostgreSQL's server binaries: $TOLLGATE_POSTGRES_BIN,
+// Debian's /usr/lib/postgresql/<version>/bin (15 first), or the PATH.
+func binDir() (string, error) {
+	if d := os.Getenv("TOLLGATE_POSTGRES_BIN"); d != "" {
+		return d, nil
+	}
+	cands := []string{"/usr/lib/postgresql/15/bin"}
+	if ms, _ := filepath.Glob("/usr/lib/postgresql/*/bin"); len(ms) > 0 {
+		cands = append(cands, ms...)
+	}
+	for _, d := range cands {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("no PostgreSQL server binaries (initdb) in /usr/lib/postgresql/*/bin or on the PATH; install them (Debian: apt-get install -y postgresql-15) or set TOLLGATE_POSTGRES_BIN")
+}
+
+// install installs Debian's postgresql-15 when the tests run as root on a
+// machine with apt-get (a fresh CI box), one test process at a time.
+func install() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "tollgate-testpg-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	if _, err := binDir(); err == nil {
+		return nil // another test process installed it meanwhile
+	}
+	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := (&exec.Cmd{Path: apt, Args: []string{apt, "install", "-y", "-q", "postgresql-15"}, Env: env}).CombinedOutput(); err != nil {
+		upd := &exec.Cmd{Path: apt, Args: []string{apt, "update", "-q"}, Env: env}
+		if uout, uerr := upd.CombinedOutput(); uerr != nil {
+			return fmt.Errorf("apt-get update: %v\n%s", uerr, tail(string(uout), 1000))
+		}
+		if out, err = (&exec.Cmd{Path: apt, Args: []string{apt, "install", "-y", "-q", "postgresql-15"}, Env: env}).CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get install postgresql-15: %v\n%s", err, tail(string(out), 1000))
+		}
+	}
+	return nil
+}
+
+// runAs is the credential the server runs under: nobody when the tests
+// run as root, else the current user (nil).
+func runAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, PostgreSQL needs an unprivileged user to run as, and there is no user nobody: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func start() (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		if ierr := install(); ierr != nil {
+			return nil, fmt.Errorf("%v (installing failed: %v)", err, ierr)
+		}
+		if bin, err = binDir(); err != nil {
+			return nil, err
+		}
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "testpg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir}
+	fail := func(err error) (*Server, error) { s.Stop(); return nil, err }
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return fail(err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if err := initData(bin, cred, data); err != nil {
+		return fail(err)
+	}
+	if s.log, err = os.Create(filepath.Join(dir, "server.log")); err != nil {
+		return fail(err)
+	}
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return fail(err)
+		}
+		s.Port = port
+		s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+			"-c", "max_connections=500", "-c", "shared_buffers=128MB", "-c", "max_locks_per_transaction=256",
+			"-c", "log_min_messages=warning", "-c", "logging_collector=off")
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+		s.cmd.Dir = dir
+		if err := s.cmd.Start(); err != nil {
+			s.cmd = nil
+			return fail(err)
+		}
+		s.exited = make(chan struct{})
+		go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.cmd, s.exited)
+		err = s.wait(30 * time.Second)
+		if err == nil {
+			return s, nil
+		}
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		s.cmd = nil
+		if attempt == 2 {
+			b, _ := os.ReadFile(s.log.Name())
+			return fail(fmt.Errorf("postgres did not start: %v\n%s", err, tail(string(b), 2000)))
+		}
+	}
+}
+
+// initData makes an empty cluster in data: a copy of a template made once
+// per machine by initdb (which takes seconds; a copy, a fraction).
+func initData(bin string, cred *syscall.Credential, data string) error {
+	tmpl := filepath.Join(os.TempDir(), fmt.Sprintf("tollgate-testpg-template-%d", os.Geteuid()))
+	lock, err := os.OpenFile(tmpl+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(tmpl, "data", "PG_VERSION")); err != nil {
+		os.RemoveAll(tmpl)
+		if err := os.Mkdir(tmpl, 0o755); err != nil {
+			return err
+		}
+		if cred != nil {
+			if err := os.Chown(tmpl, int(cred.Uid), int(cred.Gid)); err != nil {
+				return err
+			}
+		}
+		initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(tmpl, "data"), "-U", "postgres",
+			"--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		initdb.Env = append(os.Environ(), "LC_ALL=C")
+		initdb.Dir = tmpl
+		if out, err := initdb.CombinedOutput(); err != nil {
+			os.RemoveAll(tmpl)
+			return fmt.Errorf("initdb: %v\n%s", err, out)
+		}
+	}
+	// cp -a keeps the owner (nobody) and the 0700 mode PostgreSQL wants.
+	if out, err := exec.Command("cp", "-a", filepath.Join(tmpl, "data"), data).CombinedOutput(); err != nil {
+		return fmt.Errorf("copy the template cluster: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// wait polls until the server accepts a connection or the process exits.
+func (s *Server) wait(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, err := pgx.Connect(ctx, s.URL)
+		if err == nil {
+			c.Close(ctx)
+			cancel()
+			return nil
+		}
+		cancel()
+		select {
+		case <-s.exited:
+			return errors.New("the server exited")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("timed out")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}
