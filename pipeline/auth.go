@@ -149,9 +149,7 @@ func QuotaError() *apierr.Error { return apierr.New(apierr.QuotaExceeded, msgNoB
 type authStage struct {
 	auth   *Authenticator
 	store  store.Store
-	limits interface {
-		Acquire(accountID string, rpm, concurrency int) (func(), *apierr.Error)
-	}
+	limits Limiter
 }
 
 func newAuth(d *Deps, _ map[string]string) (Stage, error) {
@@ -191,7 +189,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		}
 	}
 	if s.limits != nil && !c.Uncounted {
-		release, lerr := s.limits.Acquire(acct.ID, acct.RPM, acct.Concurrency)
+		release, lerr := s.limits.Acquire(ctx, acct.ID, acct.RPM, acct.Concurrency)
 		if lerr != nil {
 			return lerr
 		}

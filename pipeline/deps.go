@@ -7,8 +7,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
-	"github.com/tollgate-gw/tollgate/core/ratelimit"
 	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
@@ -24,8 +24,8 @@ type Deps struct {
 	Jobs   map[string]vendor.Jobs
 	Logger hclog.Logger
 	Now    func() time.Time
-	Limits *ratelimit.Account // account rpm and concurrency; nil = unlimited
-	Health *Health            // channel circuit breakers
+	Limits Limiter // account rpm and concurrency; nil = unlimited
+	Health *Health // channel circuit breakers
 	Auth   *Authenticator
 	// Redact masks upstream error messages shown to clients; nil means
 	// RedactorFor(Config).
@@ -41,6 +41,14 @@ type Deps struct {
 	// Retriever is the knowledge base the agent stage searches; nil when
 	// the gateway serves none (an agent with bases is then refused).
 	Retriever Retriever
+}
+
+// Limiter counts a call against its account's requests per minute and
+// concurrency: core/ratelimit's Account (in memory, one instance) or
+// Shared (counts in a store several instances share). A refusal is the
+// spec's 429 with Retry-After and x-ratelimit-* headers.
+type Limiter interface {
+	Acquire(ctx context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error)
 }
 
 // FileHost keeps a job's result file and hands out a signed, expiring

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -83,7 +84,9 @@ func noRelease() {}
 // returned as the concrete *apierr.Error so the caller can write it without
 // a type assertion; compare it with nil as a pointer, never store it in an
 // error interface before the nil check.
-func (a *Account) Acquire(accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
+// ctx is unused: the counts are in memory (Shared is the limiter whose
+// counts are in a store).
+func (a *Account) Acquire(_ context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
 	d := a.defaults.Load()
 	if rpm <= 0 {
 		rpm = d[0]

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -108,7 +109,7 @@ func TestAccountRPMAcrossKeysSlidingWindow(t *testing.T) {
 	// Three requests, at 0 s, 10 s and 20 s, from "different keys": the limit
 	// is the account's, so keys do not matter to the limiter.
 	for i := 0; i < 3; i++ {
-		if rel, err := a.Acquire("acct", 0, 0); err != nil {
+		if rel, err := a.Acquire(context.Background(), "acct", 0, 0); err != nil {
 			t.Fatalf("request %d refused: %v", i, err)
 		} else {
 			rel()
@@ -116,7 +117,7 @@ func TestAccountRPMAcrossKeysSlidingWindow(t *testing.T) {
 		c.Advance(10 * time.Second)
 	}
 	// At 30 s the window holds 3: refused, until the first one slides out.
-	_, err := a.Acquire("acct", 0, 0)
+	_, err := a.Acquire(context.Background(), "acct", 0, 0)
 	if err == nil {
 		t.Fatal("fourth request in the window allowed")
 	}
@@ -133,18 +134,18 @@ func TestAccountRPMAcrossKeysSlidingWindow(t *testing.T) {
 		}
 	}
 	c.Advance(30 * time.Second) // 60 s: the request at 0 s is still counted
-	if _, err := a.Acquire("acct", 0, 0); err == nil {
+	if _, err := a.Acquire(context.Background(), "acct", 0, 0); err == nil {
 		t.Fatal("allowed at 60 s, the window still holds the 0 s request")
 	}
 	c.Advance(time.Second) // 61 s
-	if _, err := a.Acquire("acct", 0, 0); err != nil {
+	if _, err := a.Acquire(context.Background(), "acct", 0, 0); err != nil {
 		t.Fatalf("refused after the window slid: %v", err)
 	}
-	if _, err := a.Acquire("acct", 0, 0); err == nil {
+	if _, err := a.Acquire(context.Background(), "acct", 0, 0); err == nil {
 		t.Fatal("allowed a fifth while 10 s, 20 s and 61 s are in the window")
 	}
 	// Another account is independent.
-	if _, err := a.Acquire("other", 0, 0); err != nil {
+	if _, err := a.Acquire(context.Background(), "other", 0, 0); err != nil {
 		t.Fatalf("other account refused: %v", err)
 	}
 }
@@ -156,7 +157,7 @@ func TestAccountNeverExceedsLimitInAnyWindow(t *testing.T) {
 	var admitted []time.Time
 	// Offer a request every 700 ms for 5 minutes.
 	for i := 0; i < 430; i++ {
-		if _, err := a.Acquire("acct", 0, 0); err == nil {
+		if _, err := a.Acquire(context.Background(), "acct", 0, 0); err == nil {
 			admitted = append(admitted, c.Now())
 		}
 		c.Advance(700 * time.Millisecond)
@@ -194,7 +195,7 @@ func TestAccountOverridesAndUnlimited(t *testing.T) {
 			a := NewAccount(tc.defRPM, 0, newClock(base).Now)
 			n := 0
 			for i := 0; i < 10; i++ {
-				if rel, err := a.Acquire("acct", tc.rpm, 0); err == nil {
+				if rel, err := a.Acquire(context.Background(), "acct", tc.rpm, 0); err == nil {
 					n++
 					rel()
 				}
@@ -209,15 +210,15 @@ func TestAccountOverridesAndUnlimited(t *testing.T) {
 func TestAccountConcurrencyReleased(t *testing.T) {
 	c := newClock(base)
 	a := NewAccount(0, 2, c.Now)
-	r1, err := a.Acquire("acct", 0, 0)
+	r1, err := a.Acquire(context.Background(), "acct", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := a.Acquire("acct", 0, 0)
+	r2, err := a.Acquire(context.Background(), "acct", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Acquire("acct", 0, 0)
+	_, err = a.Acquire(context.Background(), "acct", 0, 0)
 	if err == nil {
 		t.Fatal("third concurrent request allowed")
 	}
@@ -227,16 +228,16 @@ func TestAccountConcurrencyReleased(t *testing.T) {
 	}
 	r1()
 	r1() // a second call must not free another slot
-	r3, err := a.Acquire("acct", 0, 0)
+	r3, err := a.Acquire(context.Background(), "acct", 0, 0)
 	if err != nil {
 		t.Fatalf("refused after release: %v", err)
 	}
-	if _, err := a.Acquire("acct", 0, 0); err == nil {
+	if _, err := a.Acquire(context.Background(), "acct", 0, 0); err == nil {
 		t.Fatal("double release freed two slots")
 	}
 	r2()
 	r3()
-	if _, err := a.Acquire("acct", 0, 0); err != nil {
+	if _, err := a.Acquire(context.Background(), "acct", 0, 0); err != nil {
 		t.Fatalf("refused with nothing in flight: %v", err)
 	}
 }
@@ -251,7 +252,7 @@ func TestAccountConcurrentCallersRespectLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				if _, err := a.Acquire("acct", 0, 0); err == nil {
+				if _, err := a.Acquire(context.Background(), "acct", 0, 0); err == nil {
 					ok.Add(1)
 				}
 			}
@@ -266,12 +267,12 @@ func TestAccountConcurrentCallersRespectLimit(t *testing.T) {
 func TestAccountEvictsIdleEntries(t *testing.T) {
 	c := newClock(base)
 	a := NewAccount(10, 5, c.Now)
-	busy, err := a.Acquire("busy", 0, 0)
+	busy, err := a.Acquire(context.Background(), "busy", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		rel, err := a.Acquire("idle-"+strconv.Itoa(i), 0, 0)
+		rel, err := a.Acquire(context.Background(), "idle-"+strconv.Itoa(i), 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +281,7 @@ func TestAccountEvictsIdleEntries(t *testing.T) {
 	c.Advance(2 * time.Minute)
 	// Touch every shard so each runs its eviction pass.
 	for i := 0; i < 200; i++ {
-		if rel, err := a.Acquire("probe", 0, 0); err == nil {
+		if rel, err := a.Acquire(context.Background(), "probe", 0, 0); err == nil {
 			rel()
 		}
 		a.sweep(&a.shards[i%shardCount], c.Now().Unix())
@@ -289,7 +290,7 @@ func TestAccountEvictsIdleEntries(t *testing.T) {
 		t.Fatalf("tracked %d accounts, want 2 (busy, still in flight, and probe)", n)
 	}
 	busy()
-	if rel, err := a.Acquire("busy", 0, 0); err != nil {
+	if rel, err := a.Acquire(context.Background(), "busy", 0, 0); err != nil {
 		t.Fatalf("busy refused after release: %v", err)
 	} else {
 		rel()
@@ -303,7 +304,7 @@ func BenchmarkAccountAcquire(b *testing.B) {
 		b.SetParallelism(32) // 64 goroutines on 2 cores
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				rel, err := a.Acquire("acct", 0, 0)
+				rel, err := a.Acquire(context.Background(), "acct", 0, 0)
 				if err != nil {
 					b.Error(err)
 					return
@@ -324,7 +325,7 @@ func BenchmarkAccountAcquire(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			i := int(next.Add(1))
 			for pb.Next() {
-				rel, err := a.Acquire(ids[i%len(ids)], 0, 0)
+				rel, err := a.Acquire(context.Background(), ids[i%len(ids)], 0, 0)
 				if err != nil {
 					b.Error(err)
 					return

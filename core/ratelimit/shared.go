@@ -1,0 +1,100 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/apierr"
+)
+
+// Counter keeps the counts of a Shared limiter where every gateway
+// instance sees them: a store several instances share (pgstore). The
+// algorithm and its error are in docs/decisions.md.
+type Counter interface {
+	// Admit counts one request of the account in its sliding minute and,
+	// when concurrency > 0, takes slot among its requests in flight,
+	// unless either limit (0: none) is reached; then it counts nothing.
+	Admit(ctx context.Context, accountID, slot string, rpm, concurrency int) (Admission, error)
+	// Release frees a slot Admit took; an unknown slot is not an error.
+	Release(ctx context.Context, accountID, slot string) error
+}
+
+// Admission is a Counter's answer.
+type Admission struct {
+	Allowed bool
+	// Concurrency: the concurrency limit refused the request (else, when
+	// refused, the requests-per-minute limit did).
+	Concurrency bool
+	// RetryAfter is when the refused request would be admitted.
+	RetryAfter time.Duration
+}
+
+// Shared is Account's limiter with its counts in a Counter, so the limits
+// hold in total across instances rather than per instance. It answers
+// like Account: the same refusal, message and headers.
+type Shared struct {
+	c                  Counter
+	defaultRPM         int
+	defaultConcurrency int
+	seq                atomic.Uint64
+	prefix             string
+}
+
+// NewShared returns a limiter over c with the configured defaults (0:
+// unlimited).
+func NewShared(c Counter, defaultRPM, defaultConcurrency int) *Shared {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &Shared{c: c, defaultRPM: defaultRPM, defaultConcurrency: defaultConcurrency, prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+// Acquire is Account.Acquire against the shared counts: one round trip to
+// the store, and one more to release the slot when the request ends. A
+// store that does not answer refuses the request (limits fail closed).
+func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
+	if rpm <= 0 {
+		rpm = s.defaultRPM
+	}
+	if concurrency <= 0 {
+		concurrency = s.defaultConcurrency
+	}
+	if rpm <= 0 && concurrency <= 0 {
+		return noRelease, nil
+	}
+	slot := s.prefix + hex.EncodeToString(appendUint(nil, s.seq.Add(1)))
+	a, cerr := s.c.Admit(ctx, accountID, slot, rpm, concurrency)
+	if cerr != nil {
+		return nil, apierr.Internal(cerr)
+	}
+	if !a.Allowed {
+		if a.Concurrency {
+			return nil, refused("concurrency", concurrency, 0, a.RetryAfter)
+		}
+		return nil, refused("requests per minute", rpm, 0, a.RetryAfter)
+	}
+	if concurrency <= 0 {
+		return noRelease, nil
+	}
+	var done atomic.Bool
+	rctx := context.WithoutCancel(ctx)
+	return func() {
+		if !done.CompareAndSwap(false, true) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(rctx, 5*time.Second)
+		defer cancel()
+		// A slot that cannot be freed is freed when this instance's
+		// lease ends; until then it counts.
+		_ = s.c.Release(ctx, accountID, slot)
+	}, nil
+}
+
+func appendUint(b []byte, n uint64) []byte {
+	for i := 56; i >= 0; i -= 8 {
+		b = append(b, byte(n>>i))
+	}
+	return b
+}
