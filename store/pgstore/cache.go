@@ -1,0 +1,143 @@
+package pgstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// authCache keeps keys (by hash) and accounts for the authentication path,
+// which would otherwise read both on every request. Other instances write
+// them too, so every key or account write also moves the 'auth' change
+// counter in the store (same statement), and each instance reads the
+// counter every 250 ms, off the request path: a new value drops the cache.
+//
+// An entry is used only while the last successful read of the counter
+// started less than two periods ago: if the database stops answering the
+// poll, the cache stops answering too and every lookup reads the store.
+// So a key revoked, disabled or deleted on one instance is refused by
+// every instance within 500 ms (docs/decisions.md), without a round trip
+// per request. A generation number stops a read that began before a drop
+// from storing what it read after it.
+type authCache struct {
+	every time.Duration
+
+	mu       sync.RWMutex
+	gen      uint64
+	seen     int64     // the counter's value at the last poll
+	polled   time.Time // when the last successful poll began
+	keys     map[string]store.Key
+	accounts map[string]store.Account
+}
+
+func newAuthCache(every time.Duration) *authCache {
+	return &authCache{every: every, keys: map[string]store.Key{}, accounts: map[string]store.Account{}}
+}
+
+// maxCached bounds each map; past it the map starts over.
+const maxCached = 100_000
+
+// trusted reports whether entries may answer; c.mu is held.
+func (c *authCache) trusted() bool { return time.Since(c.polled) < 2*c.every }
+
+func (c *authCache) key(hash []byte) (store.Key, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.keys[string(hash)]
+	return k, c.gen, ok && c.trusted()
+}
+
+func (c *authCache) putKey(k store.Key, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.keys) >= maxCached {
+		clear(c.keys)
+	}
+	c.keys[string(k.Hash)] = k
+}
+
+func (c *authCache) account(id string) (store.Account, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.accounts[id]
+	return a, c.gen, ok && c.trusted()
+}
+
+func (c *authCache) putAccount(a store.Account, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.accounts) >= maxCached {
+		clear(c.accounts)
+	}
+	c.accounts[a.ID] = a
+}
+
+// invalidate drops everything (this instance's own writes).
+func (c *authCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drop()
+}
+
+func (c *authCache) drop() {
+	c.gen++
+	clear(c.keys)
+	clear(c.accounts)
+}
+
+// poll reads the change counter and drops the cache when it moved.
+func (c *authCache) poll(ctx context.Context, pool *pgxpool.Pool) error {
+	began := time.Now()
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT n FROM changes WHERE name = 'auth'`).Scan(&n); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n != c.seen {
+		c.drop()
+		c.seen = n
+	}
+	c.polled = began
+	return nil
+}
+
+// pollChanges runs poll every period until the store closes.
+func (s *Store) pollChanges() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cache.every)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.cache.poll(ctx, s.pool)
+		cancel()
+		switch {
+		case err != nil && !failing:
+			s.log.Warn("cannot read the store's change counter; keys and accounts are read from the store on every request until it answers", "error", err)
+			failing = true
+		case err == nil && failing:
+			s.log.Info("the store's change counter answers again")
+			failing = false
+		}
+	}
+}
+
+// bumpAuth is the statement fragment that moves the 'auth' counter; key
+// and account writes run it in their own statement.
+const bumpAuth = `UPDATE changes SET n = n + 1 WHERE name = 'auth'`

@@ -1,0 +1,38 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/tollgate-gw/tollgate/core/ratelimit"
+)
+
+// The account limits live in two unlogged tables, rate_buckets (requests
+// per account and second) and rate_slots (requests in flight, each naming
+// its instance), updated by the function tollgate_admit in one round trip
+// per request (migrations/0001_init.sql; docs/decisions.md has the
+// algorithm and its error).
+
+// Admit implements ratelimit.Counter.
+func (s *Store) Admit(ctx context.Context, accountID, slot string, rpm, concurrency int) (ratelimit.Admission, error) {
+	if err := s.enter(ctx); err != nil {
+		return ratelimit.Admission{}, err
+	}
+	var a ratelimit.Admission
+	var retryMS int64
+	err := s.pool.QueryRow(ctx, `SELECT allowed, by_concurrency, retry_ms FROM tollgate_admit($1, $2, $3, $4, $5)`,
+		txt(accountID), slot, s.instance, rpm, concurrency).Scan(&a.Allowed, &a.Concurrency, &retryMS)
+	a.RetryAfter = time.Duration(retryMS) * time.Millisecond
+	return a, s.fail(err)
+}
+
+// Release implements ratelimit.Counter.
+func (s *Store) Release(ctx context.Context, accountID, slot string) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `DELETE FROM rate_slots WHERE account_id = $1 AND slot = $2`, txt(accountID), slot)
+	return s.fail(err)
+}
+
+var _ ratelimit.Counter = (*Store)(nil)

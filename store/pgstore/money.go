@@ -1,0 +1,243 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// Money moves are single statements (a statement is its own transaction):
+// one round trip each. The wallet row's checks (migrations/0001_init.sql)
+// refuse any move that would take an amount out of money's range; the
+// statement then fails whole and nothing changes.
+
+// CreateAccount writes the account, its wallet and the opening ledger
+// entry in one statement.
+func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredit money.Nano, note string) error {
+	if err := checkID("account", a.ID); err != nil {
+		return err
+	}
+	if !initialCredit.Valid() {
+		return store.ErrOutOfRange
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `
+		WITH a AS (
+			INSERT INTO accounts (id, name, status, created_at, rpm, concurrency)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
+		), w AS (
+			INSERT INTO wallets (account_id, balance, held) SELECT id, $7, 0 FROM a
+		)
+		INSERT INTO ledger (account_id, amount, note, created_at)
+		SELECT id, $7, $8, $9 FROM a WHERE $7 <> 0`,
+		a.ID, txt(a.Name), txt(a.Status), ns(a.CreatedAt), a.RPM, a.Concurrency,
+		int64(initialCredit), txt(note), ns(time.Now()))
+	return s.fail(err)
+}
+
+// GetWallet reads an account's wallet.
+func (s *Store) GetWallet(ctx context.Context, accountID string) (store.Wallet, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.Wallet{}, err
+	}
+	w := store.Wallet{AccountID: accountID}
+	if !validID(accountID) {
+		return w, store.ErrNotFound
+	}
+	err := s.pool.QueryRow(ctx, `SELECT balance, held FROM wallets WHERE account_id = $1`, accountID).
+		Scan((*int64)(&w.Balance), (*int64)(&w.Held))
+	return w, s.fail(err)
+}
+
+// Credit adds amount (negative for a correction) to the balance, with its
+// ledger entry, in one statement.
+func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano, note string) (store.Wallet, error) {
+	if err := checkID("account", accountID); err != nil {
+		return store.Wallet{}, err
+	}
+	if !amount.Valid() {
+		return store.Wallet{}, store.ErrOutOfRange
+	}
+	if err := s.enter(ctx); err != nil {
+		return store.Wallet{}, err
+	}
+	w := store.Wallet{AccountID: accountID}
+	err := s.pool.QueryRow(ctx, `
+		WITH w AS (
+			UPDATE wallets SET balance = balance + $2 WHERE account_id = $1 RETURNING balance, held
+		), l AS (
+			INSERT INTO ledger (account_id, amount, note, created_at) SELECT $1, $2, $3, $4 FROM w
+		)
+		SELECT balance, held FROM w`,
+		accountID, int64(amount), txt(note), ns(time.Now())).Scan((*int64)(&w.Balance), (*int64)(&w.Held))
+	return w, s.fail(err)
+}
+
+// PlaceHold reserves h.Amount in one guarded update: the wallet's
+// available balance must cover it, and this instance's lease must run
+// (a hold lives as long as its owner's lease). Nothing else decides.
+func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, error) {
+	if err := errors.Join(checkID("hold", h.ID), checkID("account", h.AccountID)); err != nil {
+		return store.Wallet{}, err
+	}
+	if h.Amount < 0 {
+		return store.Wallet{}, fmt.Errorf("pgstore: negative hold %s", h.Amount)
+	}
+	if err := s.enter(ctx); err != nil {
+		return store.Wallet{}, err
+	}
+	w := store.Wallet{AccountID: h.AccountID}
+	err := s.pool.QueryRow(ctx, `
+		WITH w AS (
+			UPDATE wallets SET held = held + $2
+			WHERE account_id = $1 AND balance - held >= $2
+			  AND EXISTS (SELECT 1 FROM instances WHERE id = $11 AND lease_until > now())
+			RETURNING balance, held
+		), h AS (
+			INSERT INTO holds (id, account_id, key_id, key_name, key_prefix, model, unit_type, amount,
+			                   submitted_at, task_id, owner)
+			SELECT $3, $1, $4, $5, $6, $7, $8, $2, $9, $10, $11 FROM w
+		)
+		SELECT balance, held FROM w`,
+		h.AccountID, int64(h.Amount), h.ID, txt(h.KeyID), txt(h.KeyName), txt(h.KeyPrefix), txt(h.Model),
+		txt(h.UnitType), ns(h.SubmittedAt), txt(h.TaskID), s.instance).Scan((*int64)(&w.Balance), (*int64)(&w.Held))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return w, s.holdRefused(ctx, h.AccountID)
+	}
+	return w, s.fail(err)
+}
+
+// holdRefused says why a hold's guarded update changed nothing.
+func (s *Store) holdRefused(ctx context.Context, account string) error {
+	var wallet, live bool
+	err := s.pool.QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM wallets WHERE account_id = $1),
+		EXISTS (SELECT 1 FROM instances WHERE id = $2 AND lease_until > now())`, account, s.instance).Scan(&wallet, &live)
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !wallet:
+		return store.ErrNotFound
+	case !live:
+		return fmt.Errorf("pgstore: instance %s: its lease in the store has lapsed (the database was unreachable for longer than %s); no hold until it is renewed", s.instance, s.lease)
+	}
+	return store.ErrInsufficient
+}
+
+// settleSQL settles a hold in one statement: the hold row is deleted (the
+// compare-and-set: a second settlement deletes nothing and so changes
+// nothing), the wallet charged and released, the row written and the key's
+// usage added. $1 hold, $2 charge, then the row's columns from $3.
+var settleSQL = `
+	WITH h AS (
+		DELETE FROM holds WHERE id = $1 AND account_id = $3 RETURNING amount, key_id
+	), w AS (
+		UPDATE wallets SET balance = balance - $2, held = held - h.amount
+		FROM h WHERE wallets.account_id = $3 RETURNING 1
+	), r AS (
+		INSERT INTO logs (` + logInsertCols + `)
+		SELECT ` + logInsertArgs(3) + ` FROM w RETURNING id
+	), u AS (
+		INSERT INTO key_usage (key_id, total)
+		SELECT h.key_id, $2 FROM h, r WHERE $2 <> 0 AND h.key_id <> ''
+		ON CONFLICT (key_id) DO UPDATE SET total = CASE
+			WHEN key_usage.total::numeric + EXCLUDED.total > 9223372036854775807 THEN 9223372036854775807
+			ELSE key_usage.total + EXCLUDED.total END
+	)
+	SELECT id FROM r`
+
+// insertRowSQL writes a row without a hold (a rejected request).
+var insertRowSQL = `INSERT INTO logs (` + logInsertCols + `) VALUES (` + logInsertArgs(1) + `) RETURNING id`
+
+// Settle closes a hold and writes its row in one statement; st.Row.ID is set.
+func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
+	r := st.Row
+	if err := checkSettlement(st); err != nil {
+		return err
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	id, err := s.settle(ctx, s.pool, st)
+	if err != nil {
+		return err
+	}
+	r.ID = id
+	return nil
+}
+
+func checkSettlement(st store.Settlement) error {
+	r := st.Row
+	if r == nil {
+		return errors.New("pgstore: settlement without a row")
+	}
+	if err := checkID("account", r.AccountID); err != nil {
+		return err
+	}
+	if st.Charge < 0 {
+		return fmt.Errorf("pgstore: negative charge %s", st.Charge)
+	}
+	if st.HoldID == "" && st.Charge != 0 {
+		return fmt.Errorf("pgstore: charge %s without a hold", st.Charge)
+	}
+	return nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// settle applies st through q and returns the row's id; ErrNotFound when
+// the hold is gone.
+func (s *Store) settle(ctx context.Context, q querier, st store.Settlement) (uint64, error) {
+	var id int64
+	var err error
+	if st.HoldID == "" {
+		err = q.QueryRow(ctx, insertRowSQL, logArgs(st.Row)...).Scan(&id)
+	} else {
+		if !validID(st.HoldID) {
+			return 0, store.ErrNotFound
+		}
+		args := append([]any{st.HoldID, int64(st.Charge)}, logArgs(st.Row)...)
+		err = q.QueryRow(ctx, settleSQL, args...).Scan(&id)
+	}
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	return uint64(id), nil
+}
+
+const holdCols = `id, account_id, key_id, key_name, key_prefix, model, unit_type, amount, submitted_at, task_id`
+
+func scanHolds(rows pgx.Rows) ([]store.Hold, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Hold, error) {
+		var h store.Hold
+		var at int64
+		err := r.Scan(&h.ID, &h.AccountID, &h.KeyID, &h.KeyName, &h.KeyPrefix, &h.Model, &h.UnitType,
+			(*int64)(&h.Amount), &at, &h.TaskID)
+		h.SubmittedAt = fromNS(at)
+		return h, err
+	})
+}
+
+// OpenHolds lists every hold not yet settled, of every instance.
+func (s *Store) OpenHolds(ctx context.Context) ([]store.Hold, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+holdCols+` FROM holds ORDER BY id`)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	hs, err := scanHolds(rows)
+	return hs, s.fail(err)
+}
