@@ -1,7 +1,7 @@
 // Command tollgate is the gateway: `tollgate serve` runs it, `tollgate admin`
 // manages accounts and keys, `tollgate config check` validates a config,
-// `tollgate kb` imports knowledge bases,
-// `tollgate version` says which build this is.
+// `tollgate kb` imports knowledge bases, `tollgate migrate` migrates a
+// postgres store's schema, `tollgate version` says which build this is.
 package main
 
 import (
@@ -57,6 +57,7 @@ func newApp(stages *pipeline.Registry) *cli.App {
 			adminCommand(),
 			kbCommand(),
 			configCommand(stages),
+			migrateCommand(),
 			completionCommand(),
 			{
 				Name:      "version",

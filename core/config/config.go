@@ -132,11 +132,24 @@ type Telemetry struct {
 	Headers map[string]string
 }
 
-// Store is the `store "badger" {}` block.
+// Store is the `store "badger" {}` or `store "postgres" {}` block.
 type Store struct {
-	Kind string // "badger"
-	Dir  string // default ./data
+	Kind string // "badger" or "postgres"
+	// Dir is the data directory: Badger's files, and with either store the
+	// hosted files and the generated master key and admin token.
+	Dir string // default ./data
+	// URL is PostgreSQL's connection string (postgres://...), usually
+	// env("DATABASE_URL"); postgres only.
+	URL string
+	// Lease is how long an instance's holds and limit slots outlive its
+	// last renewal in a postgres store (default 15s); another instance
+	// releases them afterwards.
+	Lease time.Duration
 }
+
+// Postgres reports whether the store is PostgreSQL (several instances may
+// share it).
+func (s Store) Postgres() bool { return s.Kind == StoreKindPostgres }
 
 // Plugin is a `plugin "NAME" { path }` block: where a vendor binary is.
 // Without one, a vendor is found as tollgate-plugin-NAME beside the gateway.

@@ -30,7 +30,9 @@ const (
 	DefaultFamily       = "chat"
 	DurabilityStrict    = "strict"
 	storeKindBadger     = "badger"
-	maxInt              = 1_000_000_000
+	// StoreKindPostgres is the kind of a `store "postgres" {}` block.
+	StoreKindPostgres = "postgres"
+	maxInt            = 1_000_000_000
 )
 
 // Families are the endpoint families a model or channel may name.
@@ -473,19 +475,53 @@ func (d *decoder) checkURL(a *hcl.Attribute, where, name, raw string) {
 	}
 }
 
-var storeSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "dir"}}}
+var storeSchemas = map[string]*hcl.BodySchema{
+	storeKindBadger:   {Attributes: []hcl.AttributeSchema{{Name: "dir"}}},
+	StoreKindPostgres: {Attributes: []hcl.AttributeSchema{{Name: "url", Required: true}, {Name: "dir"}, {Name: "lease"}}},
+}
 
 func (d *decoder) store(b *hcl.Block, s *Store) {
-	where := fmt.Sprintf("store %q", b.Labels[0])
-	if b.Labels[0] != storeKindBadger {
-		d.errorf(b.LabelRanges[0], "", "unknown store kind %q (want %q)", b.Labels[0], storeKindBadger)
+	kind := b.Labels[0]
+	where := fmt.Sprintf("store %q", kind)
+	schema, ok := storeSchemas[kind]
+	if !ok {
+		d.errorf(b.LabelRanges[0], "", "unknown store kind %q (want %q, or %q for several instances sharing one state)",
+			kind, storeKindBadger, StoreKindPostgres)
 		return
 	}
-	c := d.content(b.Body, storeSchema, where)
+	s.Kind = kind
+	c := d.content(b.Body, schema, where)
 	d.mark(Ref{Kind: "store"}, b.DefRange, c)
 	if a := c.Attributes["dir"]; a != nil && d.str(a, where, &s.Dir) && s.Dir == "" {
 		d.errorf(a.Expr.Range(), where, "dir must not be empty")
 	}
+	if a := c.Attributes["url"]; a != nil && d.str(a, where, &s.URL) {
+		if err := checkPostgresURL(s.URL); err != "" {
+			d.errorf(a.Expr.Range(), where, "url: %s", err)
+		}
+	}
+	if a := c.Attributes["lease"]; a != nil {
+		d.duration(a, where, &s.Lease)
+		if s.Lease != 0 && (s.Lease < time.Second || s.Lease > time.Hour) {
+			d.errorf(a.Expr.Range(), where, "lease: %s is out of range (want 1s to 1h; default 15s)", s.Lease)
+		}
+	}
+}
+
+// checkPostgresURL says what is wrong with a connection string, or "".
+// The password is never repeated.
+func checkPostgresURL(raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		return `empty; want postgres://USER:PASSWORD@HOST:PORT/DATABASE, usually url = env("DATABASE_URL")`
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "not a postgres:// URL; want postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+	}
+	if u.Host == "" && u.Query().Get("host") == "" {
+		return "the URL names no host; want postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+	}
+	return ""
 }
 
 var limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "rpm"}, {Name: "concurrency"}}}

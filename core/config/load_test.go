@@ -491,8 +491,33 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			desc: "unknown store kind",
+			src:  `store "mysql" { dir = "x" }`,
+			want: `t.hcl:1,7-14: unknown store kind "mysql" (want "badger", or "postgres" for several instances sharing one state)`,
+		},
+		{
+			desc: "postgres store without a url",
 			src:  `store "postgres" { dir = "x" }`,
-			want: `t.hcl:1,7-17: unknown store kind "postgres" (want "badger")`,
+			want: `t.hcl:1,20-20: store "postgres": Missing required argument; The argument "url" is required, but no definition was found.`,
+		},
+		{
+			desc: "postgres url of another scheme",
+			src:  "store \"postgres\" {\n  url = \"mysql://u:secret@h/db\"\n}",
+			want: `t.hcl:2,9-32: store "postgres": url: not a postgres:// URL; want postgres://USER:PASSWORD@HOST:PORT/DATABASE`,
+		},
+		{
+			desc: "postgres url without a host",
+			src:  "store \"postgres\" {\n  url = \"postgres:///db\"\n}",
+			want: `t.hcl:2,9-25: store "postgres": url: the URL names no host; want postgres://USER:PASSWORD@HOST:PORT/DATABASE`,
+		},
+		{
+			desc: "postgres lease out of range",
+			src:  "store \"postgres\" {\n  url = \"postgres://h/db\"\n  lease = \"100ms\"\n}",
+			want: `t.hcl:3,11-18: store "postgres": lease: 100ms is out of range (want 1s to 1h; default 15s)`,
+		},
+		{
+			desc: "badger store with a url",
+			src:  "store \"badger\" {\n  url = \"postgres://h/db\"\n}",
+			want: `t.hcl:2,3-6: store "badger": Unsupported argument; An argument named "url" is not expected here.`,
 		},
 		{
 			desc: "store without a label",
@@ -973,6 +998,11 @@ channel "c" {
   timeout   = "1m30s"
   tools     = ["web_search"]
   settings  = {}
+}`},
+		{desc: "postgres store", src: `store "postgres" {
+  url   = "postgres://tollgate:pw@db.internal:5432/tollgate?sslmode=require"
+  dir   = "/var/lib/tollgate"
+  lease = "20s"
 }`},
 		{desc: "media model", src: `model "v" {
   family = "video"

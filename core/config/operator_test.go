@@ -295,6 +295,9 @@ func TestMasked(t *testing.T) {
 server {
   admin_token = "admin-secret"
 }
+store "postgres" {
+  url = "postgres://tollgate:db-secret@db:5432/tollgate?sslmode=disable"
+}
 plugin "openai" {
   settings = { org = "o-1", api_token = "t0ken" }
 }
@@ -309,12 +312,12 @@ channel "c" {
   settings  = { client_secret = "abc", region = "eu" }
 }`)
 	out := Render(Masked(cfg))
-	for _, secret := range []string{"admin-secret", "sk-upstream", "t0ken", `"abc"`} {
+	for _, secret := range []string{"admin-secret", "sk-upstream", "t0ken", `"abc"`, "db-secret"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("masked config shows %s:\n%s", secret, out)
 		}
 	}
-	for _, kept := range []string{`admin_token = "<secret, 12 characters>"`, `api_key   = "<secret, 11 characters>"`, `"o-1"`, `"eu"`} {
+	for _, kept := range []string{`admin_token = "<secret, 12 characters>"`, `api_key   = "<secret, 11 characters>"`, `"o-1"`, `"eu"`, "postgres://tollgate:xxxxx@db:5432/tollgate"} {
 		if !strings.Contains(out, kept) {
 			t.Errorf("masked config lacks %s:\n%s", kept, out)
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -67,7 +68,13 @@ func Render(c *Config) string {
 
 	root.AppendNewline()
 	st := root.AppendNewBlock("store", []string{c.Store.Kind}).Body()
+	if c.Store.Postgres() {
+		st.SetAttributeValue("url", cty.StringVal(c.Store.URL))
+	}
 	st.SetAttributeValue("dir", cty.StringVal(c.Store.Dir))
+	if c.Store.Lease != 0 {
+		st.SetAttributeValue("lease", cty.StringVal(c.Store.Lease.String()))
+	}
 
 	for _, p := range c.Plugins {
 		root.AppendNewline()
@@ -256,6 +263,7 @@ func Masked(c *Config) *Config {
 			m.Telemetry.Headers[k] = mask(v)
 		}
 	}
+	m.Store.URL = maskURL(c.Store.URL)
 	m.Plugins = make([]Plugin, len(c.Plugins))
 	for i, p := range c.Plugins {
 		p.Settings = maskSettings(p.Settings)
@@ -269,6 +277,22 @@ func Masked(c *Config) *Config {
 	}
 	m.index()
 	return &m
+}
+
+// maskURL hides the password of a connection string.
+func maskURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return mask(s)
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 func mask(s string) string {

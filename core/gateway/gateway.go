@@ -82,7 +82,7 @@ type Gateway struct {
 	engine    *tasks.Engine
 
 	// Shared by every generation (generation.go).
-	limits   *ratelimit.Account
+	limits   limiter
 	logLimit *ratelimit.PerKey
 	health   *pipeline.Health
 	auth     *pipeline.Authenticator
@@ -159,12 +159,22 @@ func (g *Gateway) provisionStore(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	st, err := badgerstore.Open(filepath.Join(dir, "badger"), badgerstore.Options{
-		Logger: g.log.Named("store"), Strict: g.cfg.Server.Durability == "strict",
-	})
+	var st store.Store
+	var err error
+	if g.cfg.Store.Postgres() {
+		st, err = g.openPostgres(ctx)
+	} else {
+		st, err = badgerstore.Open(filepath.Join(dir, "badger"), badgerstore.Options{
+			Logger: g.log.Named("store"), Strict: g.cfg.Server.Durability == "strict",
+		})
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return fmt.Errorf("the data directory %s is in use by another tollgate (its store is locked); stop that one, or give this one another --data-dir", dir)
+		}
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return err
 		}
 		return fmt.Errorf("open store in %s: %w", dir, err)
 	}
@@ -174,6 +184,13 @@ func (g *Gateway) provisionStore(ctx context.Context) error {
 		return fmt.Errorf("recover open holds: %w", err)
 	} else if n > 0 {
 		g.log.Warn("released holds left open by an earlier crash", "count", n)
+	}
+	if sh, ok := st.(store.Shared); ok {
+		// A shared store outlives its instances: the holds of one that
+		// dies are released by the others once its lease ends.
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() { defer close(done); sweepHolds(st, sh, g.now, g.log.Named("store"), stop) }()
+		g.onCleanup(func() error { close(stop); <-done; return nil })
 	}
 	return nil
 }
@@ -262,7 +279,7 @@ func (g *Gateway) provisionKB(ctx context.Context) error {
 // chains and the HTTP server.
 func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	cfg, log, now := g.cfg, g.log, g.now
-	g.limits = ratelimit.NewAccount(cfg.Limits.RPM, cfg.Limits.Concurrency, now)
+	g.limits = g.limiter()
 	g.logLimit = ratelimit.NewPerKey(60, time.Minute, now)
 	g.auth = pipeline.NewAuthenticator(g.store, now)
 	g.health = pipeline.NewHealth(now)
@@ -279,8 +296,11 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	}
 	g.engine = tasks.New(tasks.Options{
 		Store: g.store, Specs: specs, Finisher: g.finisher, Logger: log, Now: now,
-		Owner:     newOwnerID(),
-		Exclusive: true, // Badger: one process per store
+		Owner: newOwnerID(),
+		// Badger: one process per store, so every task left unfinished at
+		// start belongs to a process that is gone. Not a shared store.
+		Exclusive: taskLease(g.store) == 0,
+		Lease:     taskLease(g.store),
 		Plugins: func(name string) vendor.Jobs {
 			if j, ok := g.gen.Load().jobs[name]; ok {
 				return j
@@ -411,12 +431,27 @@ func configName(cfg *config.Config) string {
 // a row of status interrupted and cost 0 (PRODUCT.md §7). A hold owned by
 // a task that exists is left to the task engine; one whose task was never
 // written is released like a chat hold. A hold settled meanwhile is skipped
-// by the store, so nothing is charged twice.
+// by the store, so nothing is charged twice. On a shared store only the
+// holds of instances whose lease has ended are released, by one instance at
+// a time: a restarting instance never settles another's live calls.
 func Recover(ctx context.Context, st store.Store, now func() time.Time) (int, error) {
+	if sh, ok := st.(store.Shared); ok {
+		n := 0
+		_, err := sh.SweepExpiredHolds(ctx, func(ctx context.Context, holds []store.Hold) (err error) {
+			n, err = release(ctx, st, holds, now)
+			return err
+		})
+		return n, err
+	}
 	holds, err := st.OpenHolds(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return release(ctx, st, holds, now)
+}
+
+// release settles each hold as interrupted, at no charge.
+func release(ctx context.Context, st store.Store, holds []store.Hold, now func() time.Time) (int, error) {
 	n := 0
 	for _, h := range holds {
 		if h.TaskID != "" {

@@ -36,11 +36,10 @@ type Admission struct {
 // hold in total across instances rather than per instance. It answers
 // like Account: the same refusal, message and headers.
 type Shared struct {
-	c                  Counter
-	defaultRPM         int
-	defaultConcurrency int
-	seq                atomic.Uint64
-	prefix             string
+	c        Counter
+	defaults atomic.Pointer[[2]int] // rpm, concurrency; SetDefaults replaces them
+	seq      atomic.Uint64
+	prefix   string
 }
 
 // NewShared returns a limiter over c with the configured defaults (0:
@@ -48,18 +47,26 @@ type Shared struct {
 func NewShared(c Counter, defaultRPM, defaultConcurrency int) *Shared {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Shared{c: c, defaultRPM: defaultRPM, defaultConcurrency: defaultConcurrency, prefix: hex.EncodeToString(b[:]) + "-"}
+	s := &Shared{c: c, prefix: hex.EncodeToString(b[:]) + "-"}
+	s.SetDefaults(defaultRPM, defaultConcurrency)
+	return s
+}
+
+// SetDefaults replaces the configured defaults (a config reload).
+func (s *Shared) SetDefaults(rpm, concurrency int) {
+	s.defaults.Store(&[2]int{rpm, concurrency})
 }
 
 // Acquire is Account.Acquire against the shared counts: one round trip to
 // the store, and one more to release the slot when the request ends. A
 // store that does not answer refuses the request (limits fail closed).
 func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
+	d := s.defaults.Load()
 	if rpm <= 0 {
-		rpm = s.defaultRPM
+		rpm = d[0]
 	}
 	if concurrency <= 0 {
-		concurrency = s.defaultConcurrency
+		concurrency = d[1]
 	}
 	if rpm <= 0 && concurrency <= 0 {
 		return noRelease, nil

@@ -47,7 +47,7 @@ var levelOf = map[string]int{
 
 	"plugins/": plugins,
 
-	"store": storage,
+	"store": storage, "store/pgstore": storage,
 
 	"core/files": services, "core/tasks": services, "core/tasksapi": services,
 	"core/logsapi": services, "core/admin": services, "core/billingcompat": services,
