@@ -1,0 +1,64 @@
+package multiinstance
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/internal/testpg"
+)
+
+// run runs the tollgate binary with a config and returns its output.
+func run(t *testing.T, env []string, config string, args ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tollgate.hcl")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(testgw.Build(t), "tollgate"), append(args, "--config", path)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+const migrateConfig = `store "postgres" {
+  url = env("DATABASE_URL")
+}
+`
+
+// tollgate migrate applies the schema once; a second run has nothing to
+// do; a badger config has no schema.
+func TestMigrateCommand(t *testing.T) {
+	env := []string{"DATABASE_URL=" + testpg.Database(t)}
+	out, err := run(t, env, migrateConfig, "migrate")
+	if err != nil || !strings.Contains(out, "applied 0001_init") {
+		t.Fatalf("first migrate: %v\n%s", err, out)
+	}
+	out, err = run(t, env, migrateConfig, "migrate")
+	if err != nil || !strings.Contains(out, "(0 migrations applied now)") {
+		t.Fatalf("second migrate: %v\n%s", err, out)
+	}
+	out, err = run(t, nil, `store "badger" {}`, "migrate")
+	if err == nil || !strings.Contains(out, `migrate is for a store "postgres" block`) {
+		t.Fatalf("migrate on badger: %v\n%s", err, out)
+	}
+	out, err = run(t, []string{"DATABASE_URL=postgres://127.0.0.1:1/none?connect_timeout=2"}, migrateConfig, "migrate")
+	if err == nil || !strings.Contains(out, "cannot reach the database at 127.0.0.1:1/none") {
+		t.Fatalf("migrate without a database: %v\n%s", err, out)
+	}
+}
+
+// serve refuses a postgres store without a master key shared by the
+// instances, at the store block's line.
+func TestServeNeedsASharedMasterKey(t *testing.T) {
+	env := []string{"DATABASE_URL=" + testpg.Database(t), "TOLLGATE_MASTER_KEY="}
+	out, err := run(t, env, migrateConfig, "serve", "--listen", "127.0.0.1:0")
+	if err == nil || !strings.Contains(out, "tollgate.hcl:1") || !strings.Contains(out, "one master key") {
+		t.Fatalf("serve: %v\n%s", err, out)
+	}
+}
