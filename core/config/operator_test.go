@@ -336,6 +336,9 @@ func TestDocsConfigsLoad(t *testing.T) {
 		if k == "TOLLGATE_ADMIN_TOKEN" || strings.HasSuffix(k, "_API_KEY") {
 			return "", false
 		}
+		if k == "DATABASE_URL" { // the postgres examples
+			return "postgres://tollgate@db.example:5432/tollgate", true
+		}
 		return os.LookupEnv(k)
 	}
 	fence := regexp.MustCompile("(?s)```hcl\n(.*?)```")

@@ -57,8 +57,11 @@ type summaryJSON struct {
 	ByModel      []modelJSON  `json:"by_model"`
 }
 
+// rowsOf is how many rows a total stands for.
+func rowsOf(row *store.LogTotal) int64 { return max(row.Rows, 1) }
+
 func (t *summaryTotal) add(row *store.LogTotal) {
-	t.Requests++
+	t.Requests += rowsOf(row)
 	t.Cost.Add(row.Cost)
 	t.InputTokens += row.InputTokens
 	t.OutputTokens += row.OutputTokens
@@ -137,15 +140,16 @@ func (h *Handler) summarize(r *http.Request, q store.LogQuery, s scope, win wind
 	models := map[string]*modelJSON{}
 	err := store.ScanTotals(r.Context(), h.st, q, func(row store.LogTotal) bool {
 		out.Total.add(&row)
+		n := rowsOf(&row)
 		switch row.Status {
 		case store.StatusSuccess:
-			out.StatusCounts.Success++
+			out.StatusCounts.Success += n
 		case store.StatusError:
-			out.StatusCounts.Error++
+			out.StatusCounts.Error += n
 		case store.StatusInterrupted:
-			out.StatusCounts.Interrupted++
+			out.StatusCounts.Interrupted += n
 		case store.StatusRejected:
-			out.StatusCounts.Rejected++
+			out.StatusCounts.Rejected += n
 		}
 		if i := int(row.CreatedAt.UTC().Truncate(day).Sub(first) / day); i >= 0 && i < days {
 			out.ByDay[i].add(&row)
@@ -155,7 +159,7 @@ func (h *Handler) summarize(r *http.Request, q store.LogQuery, s scope, win wind
 			m = &modelJSON{Model: row.Model}
 			models[row.Model] = m
 		}
-		m.Requests++
+		m.Requests += n
 		m.Cost.Add(row.Cost)
 		m.TotalTokens += row.InputTokens + row.OutputTokens
 		return true

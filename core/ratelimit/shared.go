@@ -91,12 +91,25 @@ func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency
 		if !done.CompareAndSwap(false, true) {
 			return
 		}
-		ctx, cancel := context.WithTimeout(rctx, 5*time.Second)
-		defer cancel()
-		// A slot that cannot be freed is freed when this instance's
-		// lease ends; until then it counts.
-		_ = s.c.Release(ctx, accountID, slot)
+		if s.release(rctx, accountID, slot) != nil {
+			// The store did not answer: try again off the request's path.
+			// A slot never freed counts until the store tidies it away.
+			go func() {
+				for wait := time.Second; wait <= 16*time.Second; wait *= 2 {
+					time.Sleep(wait)
+					if s.release(rctx, accountID, slot) == nil {
+						return
+					}
+				}
+			}()
+		}
 	}, nil
+}
+
+func (s *Shared) release(ctx context.Context, accountID, slot string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return s.c.Release(ctx, accountID, slot)
 }
 
 func appendUint(b []byte, n uint64) []byte {

@@ -28,7 +28,6 @@ import (
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
 	"github.com/tollgate-gw/tollgate/store"
-	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
 
 // Config is one benchmark run.
@@ -36,7 +35,13 @@ type Config struct {
 	Rows      int    // rows seeded over 30 days
 	SmallRows int    // rows stored at the first chat-path measurement
 	Dir       string // Badger directory; "" = a temporary one, removed after
-	Workers   int    // concurrent seeding writers
+	// Backend is Badger (default) or Postgres; a Postgres run needs
+	// PostgresURL (an empty database) and, to count the server's CPU,
+	// PostgresPID (its postmaster).
+	Backend     string
+	PostgresURL string
+	PostgresPID int
+	Workers     int // concurrent seeding writers
 	// Samples per measurement.
 	PageIters, ColdSummaries, WarmSummaries, ExportIters int
 	ChatOps                                              int // PlaceHold+Settle pairs per chat-path round
@@ -61,18 +66,22 @@ type Read struct {
 
 // ChatPath is PlaceHold+Settle measured at one store size.
 type ChatPath struct {
-	StoredRows  int
-	Ops         int
-	Wall        time.Duration
-	CPUPerOp    time.Duration
-	WallPerOp   time.Duration
-	AllocsPerOp uint64
-	BytesPerOp  uint64
-	HeapInuse   uint64 // after GC, once the round is over
+	StoredRows int
+	Ops        int
+	Wall       time.Duration
+	CPUPerOp   time.Duration
+	// ServerCPUPerOp is the database server's CPU (PostgreSQL), beside
+	// this process's.
+	ServerCPUPerOp time.Duration
+	WallPerOp      time.Duration
+	AllocsPerOp    uint64
+	BytesPerOp     uint64
+	HeapInuse      uint64 // after GC, once the round is over
 }
 
 // Report is the outcome of Run.
 type Report struct {
+	Backend         string
 	Rows, TotalRows int
 	SeedTime        time.Duration
 	DiskBytes       int64
@@ -125,11 +134,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	st, err := badgerstore.Open(dir, badgerstore.Options{})
+	b, err := openBackend(ctx, &c, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
+	defer b.close()
+	st := b.st
 
 	keys := benchKeys()
 	t0 := time.Now().UTC()
@@ -149,17 +159,19 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	start, end := t0.Add(-30*24*time.Hour+2*time.Hour), t0.Add(-time.Minute)
-	rep := &Report{Rows: c.Rows, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), LoadStart: loadAvg()}
+	rep := &Report{Backend: cmpOr(c.Backend, Badger), Rows: c.Rows, GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), LoadStart: loadAvg()}
 	progress := func(n int) { c.logf("seeded %d rows", n) }
 
 	seedStart := time.Now()
-	if err := seed(ctx, st, 0, c.SmallRows, c.Rows, c.Workers, start, end, acctID, keys, progress); err != nil {
+	if err := b.seed(ctx, 0, c.SmallRows, c.Rows, start, end, keys, progress); err != nil {
 		return nil, err
 	}
 	seedTime := time.Since(seedStart)
 	chatRows := 0
-	quiesce(&c)
-	cp, err := chatPath(ctx, &c, st, chatKey, c.SmallRows+chatRows, "small")
+	if err := b.settle(ctx); err != nil {
+		return nil, err
+	}
+	cp, err := chatPath(ctx, &c, b, chatKey, c.SmallRows+chatRows, "small")
 	if err != nil {
 		return nil, err
 	}
@@ -167,13 +179,15 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rep.Chat = append(rep.Chat, cp)
 
 	seedStart = time.Now()
-	if err := seed(ctx, st, c.SmallRows, c.Rows, c.Rows, c.Workers, start, end, acctID, keys, progress); err != nil {
+	if err := b.seed(ctx, c.SmallRows, c.Rows, c.Rows, start, end, keys, progress); err != nil {
 		return nil, err
 	}
 	rep.SeedTime = seedTime + time.Since(seedStart)
 	c.logf("seeded %d rows in %s", c.Rows, rep.SeedTime.Round(time.Millisecond))
-	quiesce(&c)
-	cp, err = chatPath(ctx, &c, st, chatKey, c.Rows+chatRows, "large")
+	if err := b.settle(ctx); err != nil {
+		return nil, err
+	}
+	cp, err = chatPath(ctx, &c, b, chatKey, c.Rows+chatRows, "large")
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +195,13 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rep.Chat = append(rep.Chat, cp)
 	rep.TotalRows = c.Rows + chatRows
 
-	quiesce(&c)
+	if err := b.settle(ctx); err != nil {
+		return nil, err
+	}
 	if rep.Reads, err = reads(ctx, &c, st, keys, c.Rows); err != nil {
 		return nil, err
 	}
-	rep.DiskBytes = dirSize(dir)
+	rep.DiskBytes = b.diskBytes(ctx)
 	rep.LoadEnd = loadAvg()
 	return rep, nil
 }
@@ -193,13 +209,14 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 // chatPath measures PlaceHold+Settle pairs, as the chat path makes them,
 // from ChatConcurrency goroutines; the best of ChatRounds rounds counts, so
 // a compaction left over from seeding does not pass for the chat path.
-func chatPath(ctx context.Context, c *Config, st store.Store, key store.Key, stored int, tag string) (ChatPath, error) {
+func chatPath(ctx context.Context, c *Config, b *backend, key store.Key, stored int, tag string) (ChatPath, error) {
+	st := b.st
 	var best ChatPath
 	for round := 0; round < c.ChatRounds; round++ {
 		runtime.GC()
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
-		cpu0 := cpuTime()
+		cpu0, server0 := cpuTime(), b.serverCPU()
 		t0 := time.Now()
 		var next atomic.Int64
 		var wg sync.WaitGroup
@@ -222,7 +239,7 @@ func chatPath(ctx context.Context, c *Config, st store.Store, key store.Key, sto
 		}
 		wg.Wait()
 		wall := time.Since(t0)
-		cpu := cpuTime() - cpu0
+		cpu, server := cpuTime()-cpu0, b.serverCPU()-server0
 		runtime.ReadMemStats(&ms1)
 		close(errc)
 		if err := <-errc; err != nil {
@@ -234,12 +251,12 @@ func chatPath(ctx context.Context, c *Config, st store.Store, key store.Key, sto
 		n := uint64(c.ChatOps)
 		r := ChatPath{
 			StoredRows: stored + round*c.ChatOps, Ops: c.ChatOps, Wall: wall,
-			CPUPerOp: cpu / time.Duration(n), WallPerOp: wall / time.Duration(n),
+			CPUPerOp: cpu / time.Duration(n), ServerCPUPerOp: server / time.Duration(n), WallPerOp: wall / time.Duration(n),
 			AllocsPerOp: (ms1.Mallocs - ms0.Mallocs) / n, BytesPerOp: (ms1.TotalAlloc - ms0.TotalAlloc) / n,
 			HeapInuse: ms2.HeapInuse,
 		}
 		c.logf("chat path at %d rows, round %d: %s cpu/op, %s wall/op, %d allocs/op", stored, round, r.CPUPerOp, r.WallPerOp, r.AllocsPerOp)
-		if round == 0 || r.CPUPerOp < best.CPUPerOp {
+		if round == 0 || r.CPUPerOp+r.ServerCPUPerOp < best.CPUPerOp+best.ServerCPUPerOp {
 			best = r
 		}
 	}
@@ -607,3 +624,10 @@ func (d *discard) Header() http.Header {
 }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -3,20 +3,35 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-gw/tollgate/internal/testpg"
 )
+
+func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
 
 // TestRunSmall runs the whole benchmark on 10,000 rows, so it cannot rot:
 // Run checks every answer it measures (full pages in order and matching
 // their filter, a cursor walk without repeats, summary totals equal to the
 // rows stored, the export's row count and x-truncated).
 func TestRunSmall(t *testing.T) {
+	for _, backend := range []string{Badger, Postgres} {
+		t.Run(backend, func(t *testing.T) { runSmall(t, backend) })
+	}
+}
+
+func runSmall(t *testing.T, backend string) {
 	c := Config{
 		Rows: 10_000, SmallRows: 4_000, Dir: t.TempDir(), Workers: 16,
 		PageIters: 5, ColdSummaries: 2, WarmSummaries: 5, ExportIters: 2,
-		ChatOps: 500, ChatConcurrency: 8, ChatRounds: 2, NoSettle: true,
+		ChatOps: 500, ChatConcurrency: 8, ChatRounds: 2, NoSettle: true, Backend: backend,
+	}
+	if backend == Postgres {
+		c.PostgresURL = testpg.Database(t)
+		c.PostgresPID = testpg.Start(t).PID()
 	}
 	rep, err := Run(context.Background(), c)
 	if err != nil {
@@ -44,6 +59,10 @@ func TestRunSmall(t *testing.T) {
 	if !strings.Contains(out.String(), "| CSV export, 10,000 rows |") || strings.Count(out.String(), "\n|") < 14 {
 		t.Errorf("markdown:\n%s", out.String())
 	}
+	if backend == Postgres && rep.Chat[0].ServerCPUPerOp <= 0 {
+		t.Error("no server CPU measured")
+	}
+	writeComparison(&out, rep, rep)
 }
 
 func TestPercentile(t *testing.T) {

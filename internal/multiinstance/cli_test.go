@@ -62,3 +62,30 @@ func TestServeNeedsASharedMasterKey(t *testing.T) {
 		t.Fatalf("serve: %v\n%s", err, out)
 	}
 }
+
+// The two-instance example runs as written: a key made through one
+// instance calls through the other, and both see one balance.
+func TestTwoInstancesExample(t *testing.T) {
+	env := []string{"DATABASE_URL=" + testpg.Database(t), "TOLLGATE_MASTER_KEY=" + masterKey}
+	data := t.TempDir() // the example's shared dir, given to both
+	var gws []*testgw.Gateway
+	for _, name := range []string{"a.hcl", "b.hcl"} {
+		src, err := os.ReadFile(filepath.Join("..", "..", "examples", "two-instances", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gws = append(gws, testgw.Start(t, testgw.Options{Config: string(src), Env: env, DataDir: data}))
+	}
+	acct := gws[0].Account("5")
+	_, key := gws[0].Key(acct, nil)
+	a := send("POST", gws[1].URL+"/v1/chat/completions", key,
+		`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}]}`, nil)
+	if a.Status != 200 {
+		t.Fatalf("call through b: %d %s", a.Status, a.Body)
+	}
+	b0, _ := gws[0].Balance(acct)
+	b1, _ := gws[1].Balance(acct)
+	if b0 != b1 || b0 == "5" {
+		t.Fatalf("balances %s and %s after a charged call", b0, b1)
+	}
+}

@@ -59,6 +59,30 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// Launch starts a server of the caller's own (a benchmark), stopped by
+// its Stop. settings (name=value) are passed to the server after the
+// tests' own, so they override them: a benchmark turns fsync back on.
+func Launch(settings ...string) (*Server, error) { return start(settings...) }
+
+// CreateDatabase creates a new empty database and returns its URL.
+func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error) {
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	u, _ := url.Parse(s.URL)
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// PID is the postmaster's: its children are the backends (a benchmark
+// counts their CPU).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Start returns the process's server, starting it on first use. Without
 // PostgreSQL's binaries the test fails (CI installs them, see .ci/run),
 // unless TOLLGATE_SKIP_POSTGRES is set: then it is skipped.
@@ -88,11 +112,13 @@ func Schema(t testing.TB) string {
 func Database(t testing.TB) string {
 	t.Helper()
 	s := Start(t)
-	name := fmt.Sprintf("db%d_%d", os.Getpid(), names.Add(1))
-	s.exec(t, "CREATE DATABASE "+name)
-	u, _ := url.Parse(s.URL)
-	u.Path = "/" + name
-	return u.String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := s.CreateDatabase(ctx, fmt.Sprintf("db%d_%d", os.Getpid(), names.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func withParam(raw, k, v string) string {
@@ -205,7 +231,7 @@ func runAs() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func start() (*Server, error) {
+func start(settings ...string) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		if ierr := install(); ierr != nil {
@@ -244,11 +270,15 @@ func start() (*Server, error) {
 		}
 		s.Port = port
 		s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-		s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+		args := []string{"-D", data, "-p", strconv.Itoa(port),
 			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 			"-c", "max_connections=500", "-c", "shared_buffers=128MB", "-c", "max_locks_per_transaction=256",
-			"-c", "log_min_messages=warning", "-c", "logging_collector=off")
+			"-c", "log_min_messages=warning", "-c", "logging_collector=off"}
+		for _, kv := range settings {
+			args = append(args, "-c", kv)
+		}
+		s.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 		s.cmd.Dir = dir
