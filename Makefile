@@ -50,6 +50,9 @@ bench: build
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-bench ./cmd/tollgate-bench
 	./$(BIN)/tollgate-bench --bin $(BIN) --duration $(or $(BENCH_DURATION),5s) --out bench-results --check $(BENCH_FLAGS); \
 		st=$$?; \
+		mkdir -p bench-results/postgres; \
+		./$(BIN)/tollgate-bench --bin $(BIN) --duration $(or $(BENCH_DURATION),5s) --out bench-results/postgres \
+			--store postgres --no-proxy-reference || st=1; \
 		$(GO) run ./internal/ledgerbench -rows $(or $(LEDGER_ROWS),1000000) > bench-results/ledger.md || st=1; \
 		cat bench-results/ledger.md; \
 		$(GO) run ./internal/kbbench -pages $(or $(KB_PAGES),100000) -queries 200 > bench-results/kb.md || st=1; \

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/internal/bench"
+	"github.com/tollgate-gw/tollgate/internal/testpg"
 )
 
 func main() {
@@ -39,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	withMetrics := fs.Bool("metrics", false, "serve /metrics beside the gateway (server.metrics_listen): measure it with its Prometheus hooks on")
 	check := fs.Bool("check", false, "print PASS/FAIL against the performance budget; exit 1 on FAIL")
 	fromJSON := fs.String("from-json", "", "render the table, chart and checks of an earlier results file instead of running")
+	storeKind := fs.String("store", "badger", "the gateway's store: badger, or postgres (several instances' backend)")
+	pgURL := fs.String("pg-url", "", "with --store postgres: an empty database; empty = start a local server (needs PostgreSQL's binaries)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,6 +71,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
 			NoProxyReference: *noProxy, Metrics: *withMetrics,
 			CPUProfile: *cpuProfile, MemProfile: *memProfile,
+		}
+		switch *storeKind {
+		case "badger":
+		case bench.StorePostgres:
+			o.Store, o.PostgresURL = bench.StorePostgres, *pgURL
+			if o.PostgresURL == "" {
+				srv, err := startPostgres(ctx)
+				if err != nil {
+					fmt.Fprintln(stderr, "tollgate-bench: postgres:", err)
+					return 1
+				}
+				defer srv.Stop()
+				o.PostgresPID = srv.PID()
+				if o.PostgresURL, err = srv.CreateDatabase(ctx, "tollgatebench"); err != nil {
+					fmt.Fprintln(stderr, "tollgate-bench: postgres:", err)
+					return 1
+				}
+			}
+			if *seedRows > 0 {
+				fmt.Fprintln(stderr, "tollgate-bench: --seed-rows is for the badger store (internal/ledgerbench measures PostgreSQL at a million rows)")
+				return 2
+			}
+		default:
+			fmt.Fprintf(stderr, "tollgate-bench: --store %q: want badger or postgres\n", *storeKind)
+			return 2
 		}
 		if *cases != "" {
 			o.Only = strings.Split(*cases, ",")
@@ -122,4 +150,11 @@ func write(res *bench.Results, dir string, stdout io.Writer, withJSON bool) erro
 		return err
 	}
 	return bench.WriteChart(res, filepath.Join(dir, "latest.png"))
+}
+
+// startPostgres starts a local PostgreSQL as durable as Badger's default
+// (the log written before a call returns, flushed soon after: fsync on,
+// synchronous_commit off).
+func startPostgres(context.Context) (*testpg.Server, error) {
+	return testpg.Launch("fsync=on", "full_page_writes=on", "synchronous_commit=off", "shared_buffers=256MB")
 }

@@ -77,14 +77,24 @@ func Cases(upstream, gateway, upstreamKey, key string) []Case {
 // upstream simulator, one model that messages-style clients reach by
 // reverse translation, no limits (unset means unlimited).
 func Config(upstream, upstreamKey, dataDir string) string {
+	return ConfigFor(upstream, upstreamKey, dataDir, "", "")
+}
+
+// StorePostgres is Options.Store for a gateway on PostgreSQL.
+const StorePostgres = "postgres"
+
+// ConfigFor is Config with the store chosen: Badger in dataDir, or
+// PostgreSQL at pgURL (dataDir then keeps the hosted files).
+func ConfigFor(upstream, upstreamKey, dataDir, storeKind, pgURL string) string {
+	st := "store \"badger\" {\n  dir = " + quote(dataDir) + "\n}\n"
+	if storeKind == StorePostgres {
+		st = "store \"postgres\" {\n  url = " + quote(pgURL) + "\n  dir = " + quote(dataDir) + "\n}\n"
+	}
 	return `# Written by tollgate-bench for one run.
 server {
   listen = "127.0.0.1:0"
 }
-store "badger" {
-  dir = ` + quote(dataDir) + `
-}
-channel "up" {
+` + st + `channel "up" {
   vendor    = "openai"
   base_url  = ` + quote(upstream) + `
   api_key   = ` + quote(upstreamKey) + `

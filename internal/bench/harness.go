@@ -45,6 +45,13 @@ type Options struct {
 	Metrics bool
 	// Log receives progress lines.
 	Log io.Writer
+	// Store is the gateway's store: "" or "badger", or "postgres" on the
+	// empty database at PostgresURL; PostgresPID, when set, is its
+	// server's postmaster, whose CPU (and its backends') is counted beside
+	// the gateway's.
+	Store       string
+	PostgresURL string
+	PostgresPID int
 }
 
 func (o *Options) defaults() {
@@ -110,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no case matches %v", o.Only)
 	}
-	res := &Results{Machine: machine(), Window: o.Window.String(), Rounds: o.Rounds}
+	res := &Results{Machine: machine(), Window: o.Window.String(), Rounds: o.Rounds, Store: o.Store}
 	if err := e.probe(ctx, cases); err != nil {
 		return nil, err
 	}
@@ -225,7 +232,7 @@ func (e *env) startUpstream(ctx context.Context) error {
 func (e *env) startGateway() error {
 	cfg := filepath.Join(e.dir, "bench.hcl")
 	data := filepath.Join(e.dir, "data")
-	text := Config(e.upstreamURL, e.upstreamKey, data)
+	text := ConfigFor(e.upstreamURL, e.upstreamKey, data, e.o.Store, e.o.PostgresURL)
 	if e.o.Metrics {
 		text = strings.Replace(text, "server {\n", "server {\n  metrics_listen = \"127.0.0.1:0\"\n", 1)
 	}
@@ -233,6 +240,9 @@ func (e *env) startGateway() error {
 		return err
 	}
 	env := []string{"TOLLGATE_ADMIN_TOKEN=" + e.adminToken}
+	if e.o.Store == StorePostgres {
+		env = append(env, "TOLLGATE_MASTER_KEY="+randHex(32))
+	}
 	if e.o.CPUProfile != "" || e.o.MemProfile != "" {
 		if e.pprofAddr == "" {
 			port, err := freePort()
@@ -309,6 +319,20 @@ type caseAcc struct {
 	direct, gateway []Window
 	// gatewayCPU is the whole tree's; pluginCPU the plugins' share of it.
 	gatewayCPU, pluginCPU time.Duration
+	// databaseCPU is the PostgreSQL server's, when measured.
+	databaseCPU time.Duration
+}
+
+// databaseCPU is the PostgreSQL server's CPU so far (0 unmeasured).
+func (e *env) databaseCPU() time.Duration {
+	if e.o.PostgresPID <= 0 {
+		return 0
+	}
+	s, err := e.proc.TreeCPU(e.o.PostgresPID)
+	if err != nil {
+		return 0
+	}
+	return s.Total()
 }
 
 func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.Client, acc *caseAcc) error {
@@ -325,7 +349,9 @@ func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.
 	// background work (store maintenance, timers, plugin keep-alives).
 	e.idleCPU += before.Total() - idle0.Total()
 	e.idleTime += d.Elapsed
+	db0 := e.databaseCPU()
 	g := Load(ctx, client, c.Gateway, conc, e.o.Window)
+	db := e.databaseCPU() - db0
 	after, err := e.proc.TreeCPU(e.gateway.pid())
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -346,6 +372,7 @@ func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.
 	acc.gateway = append(acc.gateway, g)
 	acc.gatewayCPU += after.Total() - before.Total()
 	acc.pluginCPU += after.Children - before.Children
+	acc.databaseCPU += db
 	fmt.Fprintf(e.o.Log, "c=%-3d round %d %-20s direct %8.0f req/s  gateway %8.0f req/s  gateway cpu %6.0f µs/req (plugins %3.0f)%s\n",
 		conc, round, c.Name, rps(d), rps(g), perReq(after.Total()-before.Total(), g.Requests), perReq(after.Children-before.Children, g.Requests), errNote(d, g))
 	return nil
@@ -412,6 +439,7 @@ func (a *caseAcc) result(c Case, conc int, rss int64) CaseResult {
 	}
 	r.Gateway.CPUPerRequestUS = round1(perReq(a.gatewayCPU, r.Gateway.Requests))
 	r.Gateway.PluginCPUPerRequestUS = round1(perReq(a.pluginCPU, r.Gateway.Requests))
+	r.Gateway.DatabaseCPUPerRequestUS = round1(perReq(a.databaseCPU, r.Gateway.Requests))
 	r.AddedP50US = round1(r.Gateway.Latency.P50 - r.Direct.Latency.P50)
 	if r.Direct.RPS > 0 {
 		r.ThroughputRatio = float64(int(r.Gateway.RPS/r.Direct.RPS*1000+0.5)) / 1000

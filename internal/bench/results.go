@@ -25,7 +25,10 @@ type Side struct {
 	CPUPerRequestUS float64 `json:"cpu_per_request_us,omitempty"`
 	// PluginCPUPerRequestUS is the plugin processes' part of it.
 	PluginCPUPerRequestUS float64 `json:"plugin_cpu_per_request_us,omitempty"`
-	FirstError            string  `json:"first_error,omitempty"`
+	// DatabaseCPUPerRequestUS is the PostgreSQL server's CPU per request
+	// (a postgres store), beside the gateway's.
+	DatabaseCPUPerRequestUS float64 `json:"database_cpu_per_request_us,omitempty"`
+	FirstError              string  `json:"first_error,omitempty"`
 }
 
 // CaseResult compares the gateway with the direct call for one case at
@@ -75,6 +78,8 @@ type Check struct {
 
 // Results is the whole run, as bench-results/latest.json holds it.
 type Results struct {
+	// Store is the gateway's store: "" (Badger) or "postgres".
+	Store   string       `json:"store,omitempty"`
 	Machine Machine      `json:"machine"`
 	Window  string       `json:"window"` // duration of one window
 	Rounds  int          `json:"rounds"`
@@ -196,7 +201,11 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 	if m.CPU != "" {
 		fmt.Fprintf(&b, " (%s)", m.CPU)
 	}
-	fmt.Fprintf(&b, ", %s %s/%s; %d round(s) of %s windows per side, interleaved.\n\n", m.GoVersion, m.OS, m.Arch, r.Rounds, r.Window)
+	fmt.Fprintf(&b, ", %s %s/%s; %d round(s) of %s windows per side, interleaved.", m.GoVersion, m.OS, m.Arch, r.Rounds, r.Window)
+	if r.Store == StorePostgres {
+		b.WriteString(" Store: PostgreSQL (a local server); the database's CPU per request is shown beside the gateway's, not in it.")
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| case | c | direct req/s | gateway req/s | ratio | direct p50 / p90 / p99 µs | gateway p50 / p90 / p99 µs | added p50 µs | TTFB p50 direct / gateway µs | gateway CPU µs/req (plugins) | errors |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range r.Cases {
@@ -212,11 +221,15 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		if c.Direct.Errors+c.Gateway.Errors > 0 {
 			errs = "**" + errs + "**"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f%% | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f | %.0f | %s | %.0f (%.0f) | %s |\n",
+		cpu := fmt.Sprintf("%.0f (%.0f)", c.Gateway.CPUPerRequestUS, c.Gateway.PluginCPUPerRequestUS)
+		if r.Store == StorePostgres {
+			cpu += fmt.Sprintf(" + database %.0f", c.Gateway.DatabaseCPUPerRequestUS)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f%% | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f | %.0f | %s | %s | %s |\n",
 			name, c.Concurrency, c.Direct.RPS, c.Gateway.RPS, c.ThroughputRatio*100,
 			c.Direct.Latency.P50, c.Direct.Latency.P90, c.Direct.Latency.P99,
 			c.Gateway.Latency.P50, c.Gateway.Latency.P90, c.Gateway.Latency.P99,
-			c.AddedP50US, ttfb, c.Gateway.CPUPerRequestUS, c.Gateway.PluginCPUPerRequestUS, errs)
+			c.AddedP50US, ttfb, cpu, errs)
 	}
 	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM, mapped files included): %.1f MB; largest anonymous RSS sampled after a window: %.1f MB. Their CPU while idle (during the direct windows): %.1f%% of a core.\n",
 		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnonRSS)/(1<<20), r.IdleCPUPercent)

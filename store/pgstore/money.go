@@ -134,20 +134,23 @@ func (s *Store) holdRefused(ctx context.Context, account string) error {
 
 // settleSQL settles a hold in one statement: the hold row is deleted (the
 // compare-and-set: a second settlement deletes nothing and so changes
-// nothing), the wallet charged and released, the row written and the key's
-// usage added. $1 hold, $2 charge, then the row's columns from $3.
+// nothing), the row written, the wallet charged and released and the key's
+// usage added. The wallet and key updates are not read by the final
+// SELECT, so they run last: the account's row is locked only for them and
+// the commit, not for the row's insert into its indexes. $1 hold, $2
+// charge, then the row's columns from $3.
 var settleSQL = `
 	WITH h AS (
 		DELETE FROM holds WHERE id = $1 AND account_id = $3 RETURNING amount, key_id
-	), w AS (
-		UPDATE wallets SET balance = balance - $2, held = held - h.amount
-		FROM h WHERE wallets.account_id = $3 RETURNING 1
 	), r AS (
 		INSERT INTO logs (` + logInsertCols + `)
-		SELECT ` + logInsertArgs(3) + ` FROM w RETURNING id
+		SELECT ` + logInsertArgs(3) + ` FROM h RETURNING id
+	), w AS (
+		UPDATE wallets SET balance = balance - $2, held = held - h.amount
+		FROM h WHERE wallets.account_id = $3
 	), u AS (
 		INSERT INTO key_usage (key_id, total)
-		SELECT h.key_id, $2 FROM h, r WHERE $2 <> 0 AND h.key_id <> ''
+		SELECT h.key_id, $2 FROM h WHERE $2 <> 0 AND h.key_id <> ''
 		ON CONFLICT (key_id) DO UPDATE SET total = CASE
 			WHEN key_usage.total::numeric + EXCLUDED.total > 9223372036854775807 THEN 9223372036854775807
 			ELSE key_usage.total + EXCLUDED.total END
