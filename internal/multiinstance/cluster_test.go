@@ -231,6 +231,20 @@ func audit(t *testing.T, g *testgw.Gateway, acct, key string, credited money.Nan
 	if b := money.MustParse(bal); b+charged != credited {
 		t.Fatalf("balance %s + charged %s = %s, want the %s credited", b, charged, b+charged, credited)
 	}
+	// The summary (added up by the database) agrees with the rows.
+	a := send("GET", g.URL+"/v1/logs/summary?period=7d&scope=account", key, "", nil)
+	var sum struct {
+		Total struct {
+			Requests int    `json:"requests"`
+			Cost     string `json:"cost"`
+		} `json:"total"`
+	}
+	if a.Status != 200 || json.Unmarshal(a.Body, &sum) != nil {
+		t.Fatalf("summary: %d %s", a.Status, a.Body)
+	}
+	if sum.Total.Requests != len(rs) || money.MustParse(sum.Total.Cost) != charged {
+		t.Fatalf("summary %+v, the rows: %d costing %s", sum.Total, len(rs), charged)
+	}
 	return rs
 }
 
