@@ -247,11 +247,16 @@ func (g *Gateway) provisionFiles(ctx context.Context) error {
 }
 
 // provisionKB opens the knowledge base and its search index
-// (<data dir>/kb.bleve, rebuilt from the store when missing or of an older
-// schema), then seeds the config's bases (the embedded default's docs).
+// (<data dir>/kb.bleve, one per instance on a shared store, rebuilt from
+// the store when missing or of an older schema), then seeds the config's
+// bases (the embedded default's docs).
 func (g *Gateway) provisionKB(ctx context.Context) error {
+	path, err := g.kbIndexPath()
+	if err != nil {
+		return fmt.Errorf("knowledge base: %w", err)
+	}
 	svc, err := kb.Open(ctx, kb.Options{
-		Store: g.store, Files: g.files, IndexPath: filepath.Join(g.cfg.Store.Dir, "kb.bleve"),
+		Store: g.store, Files: g.files, IndexPath: path,
 		Logger: g.log.Named("kb"), Now: g.now,
 	})
 	if err != nil {

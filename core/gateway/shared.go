@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,4 +83,35 @@ func taskLease(st store.Store) time.Duration {
 		return sh.Lease()
 	}
 	return 0
+}
+
+// kbIndexPath is where this instance keeps its knowledge-base search
+// index: <dir>/kb.bleve. Instances of a shared store may share a data
+// directory (for the hosted files), and each needs an index of its own
+// (bleve would wait forever on another's lock), so on a shared store each
+// takes the first of kb.bleve, kb-1.bleve, ... whose lock file no running
+// process holds; an index left by an earlier run is caught up from the
+// store's change log, not rebuilt. The lock is held until cleanup.
+func (g *Gateway) kbIndexPath() (string, error) {
+	dir := g.cfg.Store.Dir
+	if _, ok := g.store.(store.Shared); !ok {
+		return filepath.Join(dir, "kb.bleve"), nil
+	}
+	for i := 0; i < 64; i++ {
+		path := filepath.Join(dir, "kb.bleve")
+		if i > 0 {
+			path = filepath.Join(dir, fmt.Sprintf("kb-%d.bleve", i))
+		}
+		f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return "", err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		g.onCleanup(f.Close) // closing releases the lock
+		return path, nil
+	}
+	return "", fmt.Errorf("no free knowledge-base index slot in %s (64 instances share it?)", dir)
 }

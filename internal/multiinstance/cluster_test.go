@@ -256,6 +256,7 @@ func TestSharedState(t *testing.T) {
 	t.Run("rpm and concurrency hold in total", c.testLimits)
 	t.Run("one idempotency key executes once", c.testIdempotency)
 	t.Run("revoked key refused everywhere within a second", c.testRevocation)
+	t.Run("knowledge base follows another instance's writes", c.testKnowledgeBase)
 	t.Run("SIGKILL with calls and tasks in flight", c.testKill)
 }
 
@@ -617,4 +618,50 @@ func (c *cluster) testKill(t *testing.T) {
 		t.Fatalf("balance %s held %s after another sweep, was %s", again, held, bal)
 	}
 	t.Logf("every hold of the killed instance released %s after the kill", released.Round(time.Millisecond))
+}
+
+// A knowledge base written through one instance is searched through
+// another: its index follows the store's change log within a bounded lag,
+// and who may read is checked against the store on every query.
+func (c *cluster) testKnowledgeBase(t *testing.T) {
+	acct, key := c.account("1")
+	other, _ := c.account("1")
+	writer, reader := c.gws[0], c.gws[1]
+	writer.Admin("PUT", "/kbs/shared", map[string]any{"name": "Shared", "readers": []string{acct}}, nil)
+	writer.Admin("POST", "/kbs/shared/pages", map[string]any{"pages": []map[string]any{
+		{"id": "tollbooth", "title": "Toll booths", "body": "A zeppelinous toll booth takes credits."},
+	}}, nil)
+	written := time.Now()
+	search := func() answer {
+		return send("GET", reader.URL+"/api/v1/ext/wiki/search?kb_id=shared&q=zeppelinous", key, "", nil)
+	}
+	for {
+		a := search()
+		if a.Status == 200 && bytes.Contains(a.Body, []byte(`"tollbooth"`)) {
+			t.Logf("the other instance found the page %s after the write", time.Since(written).Round(time.Millisecond))
+			break
+		}
+		if time.Since(written) > 5*time.Second {
+			t.Fatalf("the other instance did not find the page within 5 s: %d %s", a.Status, a.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Readers are read from the store at query time: no lag.
+	writer.Admin("PUT", "/kbs/shared", map[string]any{"readers": []string{other}}, nil)
+	if a := search(); a.Status != 404 {
+		t.Fatalf("a reader removed on one instance still reads through another: %d %s", a.Status, a.Body)
+	}
+	writer.Admin("PUT", "/kbs/shared", map[string]any{"readers": []string{acct}}, nil)
+	writer.Admin("DELETE", "/kbs/shared/pages/tollbooth", nil, nil)
+	if a := send("GET", reader.URL+"/api/v1/ext/wiki/pages/tollbooth?kb_id=shared", key, "", nil); a.Status != 404 {
+		t.Fatalf("a deleted page still reads through another instance: %d %s", a.Status, a.Body)
+	}
+	for deleted := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if a := search(); a.Status == 200 && !bytes.Contains(a.Body, []byte(`"tollbooth"`)) {
+			break
+		}
+		if time.Since(deleted) > 5*time.Second {
+			t.Fatal("a deleted page is still found by another instance's search 5 s later")
+		}
+	}
 }

@@ -1,10 +1,12 @@
 -- Tollgate's schema, version 1. Times are bigint Unix nanoseconds (the
 -- store keeps Go's nanoseconds; timestamptz has microseconds), NULL for an
 -- absent optional time and -9223372036854775808 for Go's zero time. Money
--- is bigint nano-credits within ±(2^63-1), as core/money keeps it.
+-- is bigint nano-credits within ±(2^63-1), as core/money keeps it. Ids
+-- that lists order by are COLLATE "C": byte order, as the Badger store's,
+-- whatever the database's locale.
 
 CREATE TABLE accounts (
-    id          text PRIMARY KEY,
+    id          text COLLATE "C" PRIMARY KEY,
     name        text NOT NULL,
     status      text NOT NULL,
     created_at  bigint NOT NULL,
@@ -60,7 +62,7 @@ CREATE TABLE holds (
 );
 
 CREATE TABLE api_keys (
-    id                 text PRIMARY KEY,
+    id                 text COLLATE "C" PRIMARY KEY,
     account_id         text NOT NULL,
     name               text NOT NULL,
     prefix             text NOT NULL,
@@ -142,7 +144,7 @@ CREATE INDEX idempotency_expires ON idempotency (expires_at);
 -- the columns beside it are what lists, claims and leases select on (they
 -- win over the head's copies).
 CREATE TABLE tasks (
-    id           text PRIMARY KEY,
+    id           text COLLATE "C" PRIMARY KEY,
     account_id   text NOT NULL,
     family       text NOT NULL,
     key_id       text NOT NULL,
@@ -162,7 +164,7 @@ CREATE INDEX tasks_open ON tasks (lease_until) WHERE NOT finished;
 CREATE INDEX tasks_account_open ON tasks (account_id) WHERE NOT finished;
 
 CREATE TABLE models (
-    id       text PRIMARY KEY,
+    id       text COLLATE "C" PRIMARY KEY,
     owned_by text NOT NULL,
     family   text NOT NULL
 );
