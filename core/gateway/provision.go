@@ -26,6 +26,9 @@ import (
 // holds its lock). What `tollgate config check` runs.
 func Check(ctx context.Context, o Options) error {
 	cfg, log := o.Config, o.Logger
+	if err := sharedKeyProblem(cfg); err != nil {
+		return err
+	}
 	reg := o.Stages
 	if reg == nil {
 		reg = pipeline.NewRegistry()

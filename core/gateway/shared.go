@@ -23,11 +23,20 @@ import (
 // others, and expired holds are swept while the gateway runs, not only at
 // start.
 
+// sharedKeyProblem refuses a postgres store without a master key given to
+// every instance alike (config check and serve).
+func sharedKeyProblem(cfg *config.Config) error {
+	if cfg.Store.Postgres() && cfg.Server.MasterKey == "" && os.Getenv("TOLLGATE_MASTER_KEY") == "" {
+		return cfg.Refuse(config.Ref{Kind: "store"},
+			"a postgres store is shared by instances that must seal keys and sign file links with one master key: set server { master_key } or $TOLLGATE_MASTER_KEY (64 hex characters) alike on every instance")
+	}
+	return nil
+}
+
 // openPostgres opens the store "postgres" block's database, migrating it.
 func (g *Gateway) openPostgres(ctx context.Context) (store.Store, error) {
-	if g.cfg.Server.MasterKey == "" && os.Getenv("TOLLGATE_MASTER_KEY") == "" {
-		return nil, g.cfg.Refuse(config.Ref{Kind: "store"},
-			"a postgres store is shared by instances that must seal keys and sign file links with one master key: set server { master_key } or $TOLLGATE_MASTER_KEY (64 hex characters) alike on every instance")
+	if err := sharedKeyProblem(g.cfg); err != nil {
+		return nil, err
 	}
 	return pgstore.Open(ctx, pgstore.Options{
 		URL: g.cfg.Store.URL, Logger: g.log.Named("store"), Lease: g.cfg.Store.Lease,

@@ -7,5 +7,7 @@
 //
 // Both are in-memory and per process; state is kept in sharded maps, entries
 // idle for longer than their window are evicted lazily by the calls
-// themselves, and no goroutine is started.
+// themselves, and no goroutine is started. Shared is Account with its counts
+// in a store several gateway instances share (a Counter, pgstore), so the
+// account limits hold in total across instances.
 package ratelimit

@@ -53,13 +53,20 @@ func TestMigrateCommand(t *testing.T) {
 	}
 }
 
-// serve refuses a postgres store without a master key shared by the
-// instances, at the store block's line.
+// serve and config check refuse a postgres store without a master key
+// shared by the instances, at the store block's line; config check does
+// not reach the database.
 func TestServeNeedsASharedMasterKey(t *testing.T) {
 	env := []string{"DATABASE_URL=" + testpg.Database(t), "TOLLGATE_MASTER_KEY="}
-	out, err := run(t, env, migrateConfig, "serve", "--listen", "127.0.0.1:0")
-	if err == nil || !strings.Contains(out, "tollgate.hcl:1") || !strings.Contains(out, "one master key") {
-		t.Fatalf("serve: %v\n%s", err, out)
+	for _, args := range [][]string{{"serve", "--listen", "127.0.0.1:0"}, {"config", "check"}} {
+		out, err := run(t, env, migrateConfig, args...)
+		if err == nil || !strings.Contains(out, "tollgate.hcl:1") || !strings.Contains(out, "one master key") {
+			t.Fatalf("%s: %v\n%s", args[0], err, out)
+		}
+	}
+	out, err := run(t, []string{"DATABASE_URL=postgres://db.example/x", "TOLLGATE_MASTER_KEY=" + masterKey}, migrateConfig, "config", "check")
+	if err != nil || !strings.Contains(out, "postgres://db.example/x") {
+		t.Fatalf("config check with a master key: %v\n%s", err, out)
 	}
 }
 
