@@ -84,11 +84,15 @@ func Config(upstream, upstreamKey, dataDir string) string {
 const StorePostgres = "postgres"
 
 // ConfigFor is Config with the store chosen: Badger in dataDir, or
-// PostgreSQL at pgURL (dataDir then keeps the hosted files).
+// PostgreSQL at pgURL (dataDir then keeps the hosted files), with the
+// account limits on.
 func ConfigFor(upstream, upstreamKey, dataDir, storeKind, pgURL string) string {
 	st := "store \"badger\" {\n  dir = " + quote(dataDir) + "\n}\n"
 	if storeKind == StorePostgres {
-		st = "store \"postgres\" {\n  url = " + quote(pgURL) + "\n  dir = " + quote(dataDir) + "\n}\n"
+		// Limits high enough never to refuse: on PostgreSQL they cost a
+		// round trip each way, which the run should measure.
+		st = "store \"postgres\" {\n  url = " + quote(pgURL) + "\n  dir = " + quote(dataDir) + "\n}\n" +
+			"limits {\n  rpm         = 1000000000\n  concurrency = 1000000\n}\n"
 	}
 	return `# Written by tollgate-bench for one run.
 server {

@@ -203,7 +203,7 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, ", %s %s/%s; %d round(s) of %s windows per side, interleaved.", m.GoVersion, m.OS, m.Arch, r.Rounds, r.Window)
 	if r.Store == StorePostgres {
-		b.WriteString(" Store: PostgreSQL (a local server); the database's CPU per request is shown beside the gateway's, not in it.")
+		b.WriteString(" Store: PostgreSQL (a local server), the account limits counted in it (set never to refuse); the database's CPU per request is shown beside the gateway's, not in it.")
 	}
 	b.WriteString("\n\n")
 	b.WriteString("| case | c | direct req/s | gateway req/s | ratio | direct p50 / p90 / p99 µs | gateway p50 / p90 / p99 µs | added p50 µs | TTFB p50 direct / gateway µs | gateway CPU µs/req (plugins) | errors |\n")
