@@ -127,7 +127,7 @@ func (s *Store) holdRefused(ctx context.Context, account string) error {
 	case !wallet:
 		return store.ErrNotFound
 	case !live:
-		return fmt.Errorf("pgstore: instance %s: its lease in the store has lapsed (the database was unreachable for longer than %s); no hold until it is renewed", s.instance, s.lease)
+		return fmt.Errorf("%w: instance %s: its lease in the store has lapsed (the database was unreachable for longer than %s); no hold until it is renewed", store.ErrUnavailable, s.instance, s.lease)
 	}
 	return store.ErrInsufficient
 }

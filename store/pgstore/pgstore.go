@@ -20,7 +20,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -207,22 +209,65 @@ func (s *Store) fail(err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "23505": // unique_violation
+		switch {
+		case pe.Code == "23505": // unique_violation
 			return fmt.Errorf("pgstore: %s: %w", pe.ConstraintName, store.ErrExists)
-		case "23514", "22003": // check_violation, numeric_value_out_of_range
+		case pe.Code == "23514", pe.Code == "22003": // check_violation, numeric_value_out_of_range
 			return fmt.Errorf("pgstore: %s: %w", pe.Message, store.ErrOutOfRange)
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"), pe.Code == "53300":
+			// Connection exceptions, a server shutting down, no free
+			// connection slot: the database is not there to record money.
+			return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.ErrNotFound
 	}
-	if s.closed.Load() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
 	return err
+}
+
+// Check implements store.Checker: the database answers and this
+// instance's lease runs (without it no hold can be placed).
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	var live bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1 AND lease_until > now())`, s.instance).Scan(&live)
+	if err != nil {
+		if e := s.fail(err); errors.Is(e, store.ErrUnavailable) || errors.Is(e, store.ErrClosed) {
+			return e
+		}
+		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
+	if !live {
+		return fmt.Errorf("%w: instance %s: its lease in the store has lapsed", store.ErrUnavailable, s.instance)
+	}
+	return nil
+}
+
+// Stats implements store.StatsReporter: the holds this instance has open.
+func (s *Store) Stats() store.Stats {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var n int
+	if s.enter(ctx) == nil {
+		_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM holds WHERE owner = $1`, s.instance).Scan(&n)
+	}
+	return store.Stats{OpenHolds: n}
 }
 
 // tx runs fn in a transaction, committed when fn returns nil.
@@ -311,4 +356,8 @@ func checkID(what, id string) error {
 // validID reports whether a lookup by id can find anything.
 func validID(id string) bool { return checkID("", id) == nil }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.Checker       = (*Store)(nil)
+	_ store.StatsReporter = (*Store)(nil)
+)

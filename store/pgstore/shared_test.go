@@ -176,8 +176,11 @@ func TestNoHoldWithoutALease(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.PlaceHold(t.Context(), hold("a", "h", 1))
-	if err == nil || !strings.Contains(err.Error(), "lease") || errors.Is(err, store.ErrInsufficient) {
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "lease") {
 		t.Fatalf("hold with a lapsed lease: %v", err)
+	}
+	if err := s.Check(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("check with a lapsed lease: %v", err)
 	}
 	if err := s.renew(t.Context()); err != nil {
 		t.Fatal(err)
@@ -380,5 +383,38 @@ func TestTextAndTimes(t *testing.T) {
 	}
 	if _, err := s.GetAccount(ctx, "bad\x00id"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lookup of an id with NUL: %v", err)
+	}
+}
+
+// A database that goes away makes the store unavailable (money moves
+// refused, probes failing), not a generic error.
+func TestDatabaseGone(t *testing.T) {
+	srv, err := testpg.Launch()
+	if err != nil {
+		t.Skip(err)
+	}
+	url, err := srv.CreateDatabase(t.Context(), "gone")
+	if err != nil {
+		srv.Stop()
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close() // fails: the database is gone
+	account(t, s, "a", money.Credits(10))
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.OpenHolds != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	srv.Stop()
+	if _, err := s.PlaceHold(t.Context(), hold("a", "h", 1)); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("hold with the database gone: %v", err)
+	}
+	if err := s.Check(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("check with the database gone: %v", err)
 	}
 }
