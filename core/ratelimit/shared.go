@@ -2,8 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync/atomic"
 	"time"
 
@@ -15,11 +13,12 @@ import (
 // algorithm and its error are in docs/decisions.md.
 type Counter interface {
 	// Admit counts one request of the account in its sliding minute and,
-	// when concurrency > 0, takes slot among its requests in flight,
-	// unless either limit (0: none) is reached; then it counts nothing.
-	Admit(ctx context.Context, accountID, slot string, rpm, concurrency int) (Admission, error)
-	// Release frees a slot Admit took; an unknown slot is not an error.
-	Release(ctx context.Context, accountID, slot string) error
+	// when concurrency > 0, among its requests in flight, unless either
+	// limit (0: none) is reached; then it counts nothing.
+	Admit(ctx context.Context, accountID string, rpm, concurrency int) (Admission, error)
+	// Release ends one request in flight that Admit counted (with a
+	// concurrency limit).
+	Release(ctx context.Context, accountID string) error
 }
 
 // Admission is a Counter's answer.
@@ -38,16 +37,12 @@ type Admission struct {
 type Shared struct {
 	c        Counter
 	defaults atomic.Pointer[[2]int] // rpm, concurrency; SetDefaults replaces them
-	seq      atomic.Uint64
-	prefix   string
 }
 
 // NewShared returns a limiter over c with the configured defaults (0:
 // unlimited).
 func NewShared(c Counter, defaultRPM, defaultConcurrency int) *Shared {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	s := &Shared{c: c, prefix: hex.EncodeToString(b[:]) + "-"}
+	s := &Shared{c: c}
 	s.SetDefaults(defaultRPM, defaultConcurrency)
 	return s
 }
@@ -71,8 +66,7 @@ func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency
 	if rpm <= 0 && concurrency <= 0 {
 		return noRelease, nil
 	}
-	slot := s.prefix + hex.EncodeToString(appendUint(nil, s.seq.Add(1)))
-	a, cerr := s.c.Admit(ctx, accountID, slot, rpm, concurrency)
+	a, cerr := s.c.Admit(ctx, accountID, rpm, concurrency)
 	if cerr != nil {
 		return nil, apierr.Internal(cerr)
 	}
@@ -91,13 +85,14 @@ func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency
 		if !done.CompareAndSwap(false, true) {
 			return
 		}
-		if s.release(rctx, accountID, slot) != nil {
+		if s.release(rctx, accountID) != nil {
 			// The store did not answer: try again off the request's path.
-			// A slot never freed counts until the store tidies it away.
+			// A release that never lands counts until this instance's
+			// lease ends (a restart).
 			go func() {
 				for wait := time.Second; wait <= 16*time.Second; wait *= 2 {
 					time.Sleep(wait)
-					if s.release(rctx, accountID, slot) == nil {
+					if s.release(rctx, accountID) == nil {
 						return
 					}
 				}
@@ -106,15 +101,8 @@ func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency
 	}, nil
 }
 
-func (s *Shared) release(ctx context.Context, accountID, slot string) error {
+func (s *Shared) release(ctx context.Context, accountID string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return s.c.Release(ctx, accountID, slot)
-}
-
-func appendUint(b []byte, n uint64) []byte {
-	for i := 56; i >= 0; i -= 8 {
-		b = append(b, byte(n>>i))
-	}
-	return b
+	return s.c.Release(ctx, accountID)
 }

@@ -60,11 +60,10 @@ func BenchmarkAdmitRelease(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			slot := fmt.Sprint("s", benchSeq.Add(1))
-			if a, err := s.Admit(ctx, "a", slot, 1<<30, 1<<20); err != nil || !a.Allowed {
+			if a, err := s.Admit(ctx, "a", 1<<30, 1<<20); err != nil || !a.Allowed {
 				b.Fatal(a, err)
 			}
-			if err := s.Release(ctx, "a", slot); err != nil {
+			if err := s.Release(ctx, "a"); err != nil {
 				b.Fatal(err)
 			}
 		}

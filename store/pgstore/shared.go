@@ -103,9 +103,9 @@ func (s *Store) SweepExpiredHolds(ctx context.Context, fn func(ctx context.Conte
 }
 
 // tidy deletes what no one needs any more, by one instance at a time:
-// rate-limit slots of lapsed instances (and any a day old: a release that
-// never reached the store), buckets past the window, instances gone for a
-// day without holds, idempotency records an hour past their end.
+// in-flight counts of lapsed instances, buckets past the window, instances
+// gone for a day without holds, idempotency records an hour past their
+// end.
 func (s *Store) tidy(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -120,8 +120,8 @@ func (s *Store) tidy(ctx context.Context) error {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, lockSpace, lockTidy)
 	}()
 	_, err = conn.Exec(ctx, `
-		DELETE FROM rate_slots s WHERE taken_at < now() - interval '1 day' OR NOT EXISTS
-			(SELECT 1 FROM instances i WHERE i.id = s.owner AND i.lease_until >= now());
+		DELETE FROM rate_inflight r WHERE NOT EXISTS
+			(SELECT 1 FROM instances i WHERE i.id = r.owner AND i.lease_until >= now());
 		DELETE FROM rate_buckets WHERE second < extract(epoch FROM now())::bigint - 120;
 		DELETE FROM instances i WHERE lease_until < now() - interval '1 day'
 			AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.owner = i.id);`)

@@ -295,9 +295,9 @@ func TestAdmitAcrossInstances(t *testing.T) {
 	url := testpg.Schema(t)
 	a, b := openURL(t, url, Options{}), openURL(t, url, Options{})
 	ctx := t.Context()
-	admit := func(s *Store, acct, slot string, rpm, conc int) bool {
+	admit := func(s *Store, acct string, rpm, conc int) bool {
 		t.Helper()
-		ad, err := s.Admit(ctx, acct, slot, rpm, conc)
+		ad, err := s.Admit(ctx, acct, rpm, conc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestAdmitAcrossInstances(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if admit([]*Store{a, b}[i%2], "r", fmt.Sprint(i), 20, 0) {
+				if admit([]*Store{a, b}[i%2], "r", 20, 0) {
 					mu.Lock()
 					n++
 					mu.Unlock()
@@ -322,37 +322,46 @@ func TestAdmitAcrossInstances(t *testing.T) {
 		if n != 20 {
 			t.Fatalf("%d of 50 admitted at rpm 20", n)
 		}
-		ad, err := a.Admit(ctx, "r", "x", 20, 0)
+		ad, err := a.Admit(ctx, "r", 20, 0)
 		if err != nil || ad.Allowed || ad.Concurrency || ad.RetryAfter <= 0 || ad.RetryAfter > 61*time.Second {
 			t.Fatalf("refusal %+v %v", ad, err)
 		}
 	})
 	t.Run("concurrency", func(t *testing.T) {
 		for i := range 3 {
-			if !admit([]*Store{a, b}[i%2], "c", fmt.Sprint(i), 0, 3) {
+			if !admit([]*Store{a, b}[i%2], "c", 0, 3) {
 				t.Fatalf("slot %d refused", i)
 			}
 		}
-		ad, err := b.Admit(ctx, "c", "3", 0, 3)
+		ad, err := b.Admit(ctx, "c", 0, 3)
 		if err != nil || ad.Allowed || !ad.Concurrency {
 			t.Fatalf("a fourth slot: %+v %v", ad, err)
 		}
-		if err := a.Release(ctx, "c", "1"); err != nil {
+		if err := a.Release(ctx, "c"); err != nil {
 			t.Fatal(err)
 		}
-		if !admit(b, "c", "3", 0, 3) {
+		if !admit(b, "c", 0, 3) {
 			t.Fatal("a freed slot was not given again")
 		}
 		// The slots of an instance whose lease ended stop counting.
 		c := openURL(t, url, Options{})
-		if admit(c, "c", "4", 0, 3) {
+		if admit(c, "c", 0, 3) {
 			t.Fatal("a fourth slot")
 		}
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if !admit(c, "c", "4", 0, 3) {
+		if !admit(c, "c", 0, 3) {
 			t.Fatal("the closed instance's slots still count")
+		}
+		// Releasing more than was taken never frees a place twice.
+		for range 3 {
+			if err := c.Release(ctx, "c"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !admit(c, "c", 0, 2) || admit(c, "c", 0, 2) {
+			t.Fatal("extra releases freed places they did not take")
 		}
 	})
 }

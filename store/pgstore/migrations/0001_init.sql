@@ -178,37 +178,36 @@ CREATE TABLE changes (
 INSERT INTO changes (name, n) VALUES ('auth', 0);
 
 -- The account limits, shared by every instance. Unlogged: the counts are
--- worth no WAL, and a database crash only forgets the last minute.
+-- worth no WAL, and a database crash only forgets the last minute. Both
+-- are counters updated in place (HOT updates, pruned as the page is read),
+-- not a row per request, so a busy account leaves no trail of dead rows.
 CREATE UNLOGGED TABLE rate_buckets (
     account_id text NOT NULL,
     second     bigint NOT NULL,
     n          integer NOT NULL,
     PRIMARY KEY (account_id, second)
 );
-CREATE UNLOGGED TABLE rate_slots (
+CREATE UNLOGGED TABLE rate_inflight (
     account_id text NOT NULL,
-    slot       text NOT NULL,
-    owner      text NOT NULL,
-    taken_at   timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (account_id, slot)
+    owner      text NOT NULL, -- the instance whose calls these are
+    n          integer NOT NULL,
+    PRIMARY KEY (account_id, owner)
 );
-CREATE INDEX rate_slots_owner ON rate_slots (owner);
 
 -- tollgate_admit counts one request of an account against its requests per
 -- minute (a sliding window of 61 one-second buckets on the database's
--- clock, as core/ratelimit keeps it in memory) and, when p_conc > 0, takes
--- a slot among its requests in flight (counting only slots of instances
--- whose lease runs). One call per request: one round trip. Calls for one
--- account are serialized by a transaction-scoped advisory lock, so the
--- count is exact across instances. A refused request counts nothing.
-CREATE FUNCTION tollgate_admit(p_account text, p_slot text, p_owner text, p_rpm integer, p_conc integer)
+-- clock, as core/ratelimit keeps it in memory) and, when p_conc > 0, among
+-- its requests in flight (counting only instances whose lease runs). One
+-- call per request: one round trip. Calls for one account are serialized by
+-- a transaction-scoped advisory lock, so the count is exact across
+-- instances. A refused request counts nothing.
+CREATE FUNCTION tollgate_admit(p_account text, p_owner text, p_rpm integer, p_conc integer)
 RETURNS TABLE (allowed boolean, by_concurrency boolean, retry_ms bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     now_ms bigint;
     sec    bigint;
     total  bigint;
-    n      bigint;
     b      record;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
@@ -216,11 +215,12 @@ BEGIN
     now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
     sec := now_ms / 1000;
     IF p_rpm > 0 THEN
-        DELETE FROM rate_buckets WHERE account_id = p_account AND second <= sec - 61;
-        SELECT coalesce(sum(rb.n), 0) INTO total FROM rate_buckets rb WHERE rb.account_id = p_account;
+        SELECT coalesce(sum(rb.n), 0) INTO total FROM rate_buckets rb
+            WHERE rb.account_id = p_account AND rb.second > sec - 61;
         IF total >= p_rpm THEN
             -- Bucket s leaves the window when second s + 61 begins.
-            FOR b IN SELECT rb.second, rb.n FROM rate_buckets rb WHERE rb.account_id = p_account ORDER BY rb.second LOOP
+            FOR b IN SELECT rb.second, rb.n FROM rate_buckets rb
+                    WHERE rb.account_id = p_account AND rb.second > sec - 61 ORDER BY rb.second LOOP
                 total := total - b.n;
                 IF total < p_rpm THEN
                     RETURN QUERY SELECT false, false, (b.second + 61) * 1000 - now_ms;
@@ -232,13 +232,14 @@ BEGIN
         END IF;
     END IF;
     IF p_conc > 0 THEN
-        SELECT count(*) INTO n FROM rate_slots s JOIN instances i ON i.id = s.owner
-            WHERE s.account_id = p_account AND i.lease_until > clock_timestamp();
-        IF n >= p_conc THEN
+        SELECT coalesce(sum(r.n), 0) INTO total FROM rate_inflight r JOIN instances i ON i.id = r.owner
+            WHERE r.account_id = p_account AND i.lease_until > clock_timestamp();
+        IF total >= p_conc THEN
             RETURN QUERY SELECT false, true, 1000::bigint;
             RETURN;
         END IF;
-        INSERT INTO rate_slots (account_id, slot, owner) VALUES (p_account, p_slot, p_owner);
+        INSERT INTO rate_inflight (account_id, owner, n) VALUES (p_account, p_owner, 1)
+            ON CONFLICT (account_id, owner) DO UPDATE SET n = rate_inflight.n + 1;
     END IF;
     IF p_rpm > 0 THEN
         INSERT INTO rate_buckets (account_id, second, n) VALUES (p_account, sec, 1)
