@@ -53,7 +53,7 @@ func (s *Shared) SetDefaults(rpm, concurrency int) {
 }
 
 // Acquire is Account.Acquire against the shared counts: one round trip to
-// the store, and one more to release the slot when the request ends. A
+// the store, and one more to lower the count in flight when the request ends. A
 // store that does not answer refuses the request (limits fail closed).
 func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
 	d := s.defaults.Load()

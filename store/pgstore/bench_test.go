@@ -53,7 +53,7 @@ func BenchmarkPlaceHoldSettle(b *testing.B) {
 }
 
 // BenchmarkAdmitRelease is the account limits of one call: admitted in
-// the minute and among those in flight, then the slot given back.
+// the minute and among those in flight, then its place given back.
 func BenchmarkAdmitRelease(b *testing.B) {
 	s := benchStore(b)
 	ctx := b.Context()

@@ -7,7 +7,7 @@
 // settlement deletes its hold, charges the wallet, writes the row and adds
 // to the key's usage in one statement, so a second settlement finds no hold.
 // Nothing in memory decides whether a call may run. Each instance renews a
-// lease (instances table) while it runs; its holds and rate-limit slots
+// lease (instances table) while it runs; its holds and in-flight counts
 // count as live for as long as the lease, and only the holds of lapsed
 // leases are swept (store.Shared). Migrations are embedded and applied at
 // open under an advisory lock, so instances may start together on an empty
@@ -45,11 +45,11 @@ type Options struct {
 	URL string
 	// Logger receives the store's own messages; nil discards them.
 	Logger hclog.Logger
-	// Lease is how long this instance's holds and rate-limit slots stay
+	// Lease is how long this instance's holds and in-flight counts stay
 	// live after its last renewal (renewed every third of it); another
 	// instance releases them once it has lapsed. Default 15 s.
 	Lease time.Duration
-	// Instance names this process in holds and slots; empty gives a new
+	// Instance names this process in holds and in-flight counts; empty gives a new
 	// unique name (hostname and random bits).
 	Instance string
 	// NoMigrate refuses a database whose schema is behind this binary
@@ -169,7 +169,7 @@ func NewInstanceName() string {
 	return host + "-" + hex.EncodeToString(b[:])
 }
 
-// Instance is the name this store's holds and slots carry.
+// Instance is the name this store's holds and in-flight counts carry.
 func (s *Store) Instance() string { return s.instance }
 
 // Close stops the lease renewal and ends the lease at once (the holds of

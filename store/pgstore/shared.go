@@ -9,7 +9,7 @@ import (
 
 // Each instance holds a lease in the instances table, renewed every third
 // of its length on the database's clock (instances' clocks never compare).
-// The holds and rate-limit slots an instance takes name it and are live
+// The holds and in-flight counts an instance takes name it and are live
 // while its lease runs: a crashed instance's holds are left alone until
 // then, and released afterwards, by one sweeper at a time (an advisory
 // lock), each exactly once (the settlement deletes the hold). A renewal
