@@ -257,6 +257,7 @@ func TestSharedState(t *testing.T) {
 	t.Run("one idempotency key executes once", c.testIdempotency)
 	t.Run("revoked key refused everywhere within a second", c.testRevocation)
 	t.Run("knowledge base follows another instance's writes", c.testKnowledgeBase)
+	t.Run("agents: a spend cap and unpublishing hold across instances", c.testAgents)
 	t.Run("SIGKILL with calls and tasks in flight", c.testKill)
 }
 
@@ -663,5 +664,70 @@ func (c *cluster) testKnowledgeBase(t *testing.T) {
 		if time.Since(deleted) > 5*time.Second {
 			t.Fatal("a deleted page is still found by another instance's search 5 s later")
 		}
+	}
+}
+
+// An agent key's spend cap worth exactly N calls serves N of 4N concurrent
+// calls spread over the instances, and an agent unpublished through one
+// instance is refused by another within a second (it had the agent
+// cached).
+func (c *cluster) testAgents(t *testing.T) {
+	const n, words = 4, 30
+	acct, console := c.account("100")
+	g := c.gws[0]
+	var ag struct{ ID string }
+	g.Admin("POST", "/accounts/"+acct+"/agents", map[string]any{"name": "helper", "system_prompt": "Be brief.", "model": "mi-chat"}, &ag)
+	agentKey := func(cap any) string {
+		var k struct{ Key string }
+		g.Admin("POST", "/agents/"+ag.ID+"/keys", map[string]any{"name": "k", "spend_cap": cap}, &k)
+		return k.Key
+	}
+	body := chat(fmt.Sprintf("capped [sim:latency=1s,words=%d]", words), words)
+	probe := agentKey(nil)
+	if a := send("POST", c.gws[1].URL+"/v1/chat/completions", probe, body, nil); a.Status != 200 {
+		t.Fatalf("probe: %d %s", a.Status, a.Body)
+	}
+	cost := money.MustParse(rows(t, c.url, console)[0].Cost)
+
+	capped := agentKey((cost * n).String())
+	answers := make([]answer, 4*n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			answers[i] = send("POST", c.url+"/v1/chat/completions", capped, body, nil)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	served := 0
+	for _, a := range answers {
+		switch {
+		case a.Status == 200:
+			served++
+		case a.Status == 402 && bytes.Contains(a.Body, []byte("spend cap")):
+		default:
+			t.Fatalf("capped call: %d %v %s", a.Status, a.Err, a.Body)
+		}
+	}
+	if served != n {
+		t.Fatalf("a cap of %d calls served %d of %d", n, served, 4*n)
+	}
+	audit(t, c.gws[2], acct, console, money.MustParse("100"))
+
+	// Unpublished through one instance, refused by another within a second.
+	other := c.gws[2]
+	quick := chat("quick [sim:words=2]", 2)
+	if a := send("POST", other.URL+"/v1/chat/completions", probe, quick, nil); a.Status != 200 {
+		t.Fatalf("before: %d %s", a.Status, a.Body)
+	}
+	g.Admin("PATCH", "/agents/"+ag.ID, map[string]any{"published": false}, nil)
+	done := time.Now()
+	time.Sleep(time.Second)
+	if a := send("POST", other.URL+"/v1/chat/completions", probe, quick, nil); a.Status != 403 || !bytes.Contains(a.Body, []byte("not published")) {
+		t.Fatalf("a call %s after unpublishing: %d %s", time.Since(done).Round(time.Millisecond), a.Status, a.Body)
 	}
 }

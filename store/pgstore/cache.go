@@ -10,8 +10,9 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// authCache keeps keys (by hash) and accounts for the authentication path,
-// which would otherwise read both on every request. Other instances write
+// authCache keeps keys (by hash), accounts, agents and organization
+// policies for the authentication and agent stages, which would otherwise
+// read them on every request. Other instances write
 // them too, so every key or account write also moves the 'auth' change
 // counter in the store (same statement), and each instance reads the
 // counter every 250 ms, off the request path: a new value drops the cache.
@@ -32,10 +33,13 @@ type authCache struct {
 	polled   time.Time // when the last successful poll began
 	keys     map[string]store.Key
 	accounts map[string]store.Account
+	agents   map[string]store.Agent
+	orgs     map[string]store.Organization
 }
 
 func newAuthCache(every time.Duration) *authCache {
-	return &authCache{every: every, keys: map[string]store.Key{}, accounts: map[string]store.Account{}}
+	return &authCache{every: every, keys: map[string]store.Key{}, accounts: map[string]store.Account{},
+		agents: map[string]store.Agent{}, orgs: map[string]store.Organization{}}
 }
 
 // maxCached bounds each map; past it the map starts over.
@@ -82,6 +86,44 @@ func (c *authCache) putAccount(a store.Account, gen uint64) {
 	c.accounts[a.ID] = a
 }
 
+func (c *authCache) agent(id string) (store.Agent, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.agents[id]
+	return a, c.gen, ok && c.trusted()
+}
+
+func (c *authCache) putAgent(a store.Agent, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.agents) >= maxCached {
+		clear(c.agents)
+	}
+	c.agents[a.ID] = a
+}
+
+func (c *authCache) organization(account string) (store.Organization, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	o, ok := c.orgs[account]
+	return o, c.gen, ok && c.trusted()
+}
+
+func (c *authCache) putOrganization(o store.Organization, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.orgs) >= maxCached {
+		clear(c.orgs)
+	}
+	c.orgs[o.AccountID] = o
+}
+
 // invalidate drops everything (this instance's own writes).
 func (c *authCache) invalidate() {
 	c.mu.Lock()
@@ -93,6 +135,8 @@ func (c *authCache) drop() {
 	c.gen++
 	clear(c.keys)
 	clear(c.accounts)
+	clear(c.agents)
+	clear(c.orgs)
 }
 
 // poll reads the change counter and drops the cache when it moved.

@@ -94,6 +94,9 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	if err := s.enter(ctx); err != nil {
 		return store.Wallet{}, err
 	}
+	if h.SpendCap != nil {
+		return s.placeCapped(ctx, h)
+	}
 	w := store.Wallet{AccountID: h.AccountID}
 	err := s.pool.QueryRow(ctx, `
 		WITH w AS (
@@ -114,6 +117,65 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	}
 	return w, s.fail(err)
 }
+
+// reserveSQL is the wallet's guarded update: held grows by $2 only if the
+// available balance covers it and this instance's lease ($3) runs.
+const reserveSQL = `UPDATE wallets SET held = held + $2
+	WHERE account_id = $1 AND balance - held >= $2
+	  AND EXISTS (SELECT 1 FROM instances WHERE id = $3 AND lease_until > now())
+	RETURNING balance, held`
+
+// errRollback ends a transaction that refused its move.
+var errRollback = errors.New("pgstore: refused")
+
+// placeCapped places a hold of a key with a spend cap, in a transaction:
+// the wallet's guarded update first, which locks the account's wallet row;
+// then, in a statement of its own (so a snapshot taken under that lock),
+// the hold, only if the cap minus what the key spent minus its open holds
+// covers it. Every hold and charge of the key commits holding the same
+// wallet row, so none can slip between the check and the hold.
+func (s *Store) placeCapped(ctx context.Context, h store.Hold) (store.Wallet, error) {
+	w := store.Wallet{AccountID: h.AccountID}
+	var refused error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		refused = nil
+		err := tx.QueryRow(ctx, reserveSQL, h.AccountID, int64(h.Amount), s.instance).Scan((*int64)(&w.Balance), (*int64)(&w.Held))
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = errInsufficientOrWhy
+			return errRollback
+		}
+		if err != nil {
+			return err
+		}
+		var placed bool
+		err = tx.QueryRow(ctx, `INSERT INTO holds (id, account_id, key_id, key_name, key_prefix, model, unit_type, amount,
+				submitted_at, task_id, owner)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8::bigint, $9, $10, $11
+			WHERE $12::numeric - coalesce((SELECT total FROM key_usage WHERE key_id = $3::text), 0)
+			      - coalesce((SELECT sum(amount) FROM holds WHERE key_id = $3::text), 0) >= $8::bigint
+			RETURNING true`,
+			h.ID, h.AccountID, txt(h.KeyID), txt(h.KeyName), txt(h.KeyPrefix), txt(h.Model), txt(h.UnitType),
+			int64(h.Amount), ns(h.SubmittedAt), txt(h.TaskID), s.instance, int64(*h.SpendCap)).Scan(&placed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = store.ErrSpendCap
+			return errRollback
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errRollback) && refused == errInsufficientOrWhy:
+		return store.Wallet{AccountID: h.AccountID}, s.holdRefused(ctx, h.AccountID)
+	case errors.Is(err, errRollback):
+		return store.Wallet{AccountID: h.AccountID}, refused
+	case err != nil:
+		return store.Wallet{AccountID: h.AccountID}, err
+	}
+	return w, nil
+}
+
+// errInsufficientOrWhy marks a guarded update that changed nothing; why is
+// asked after the transaction (holdRefused).
+var errInsufficientOrWhy = errors.New("pgstore: the wallet refused the hold")
 
 // holdRefused says why a hold's guarded update changed nothing.
 func (s *Store) holdRefused(ctx context.Context, account string) error {

@@ -279,6 +279,32 @@ func TestCacheFollowsOtherInstances(t *testing.T) {
 			t.Fatalf("status %s after the change", got.Status)
 		}
 	})
+	t.Run("agents and organizations too", func(t *testing.T) {
+		ag := store.Agent{ID: "ag", AccountID: "acct", Name: "n", Model: "m", Published: true, CreatedAt: t0, UpdatedAt: t0}
+		if err := a.CreateAgent(ctx, ag); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.GetAgent(ctx, "ag"); err != nil || !got.Published {
+			t.Fatal(got, err)
+		}
+		if _, err := b.GetOrganization(ctx, "acct"); err != nil {
+			t.Fatal(err)
+		}
+		ag.Published = false
+		if err := a.UpdateAgent(ctx, ag); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetOrganization(ctx, store.Organization{AccountID: "acct", RestrictModels: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2*poll + 20*time.Millisecond)
+		if got, _ := b.GetAgent(ctx, "ag"); got.Published {
+			t.Fatal("an unpublished agent still published on the other instance")
+		}
+		if o, _ := b.GetOrganization(ctx, "acct"); !o.RestrictModels {
+			t.Fatal("a changed policy not seen by the other instance")
+		}
+	})
 	t.Run("no answer from the cache when the poll stops", func(t *testing.T) {
 		b.cache.mu.Lock()
 		b.cache.polled = time.Now().Add(-time.Hour)
