@@ -106,6 +106,9 @@ func (b *banner) print(out io.Writer) {
 		fmt.Fprintf(tw, "config:\t%s\n", b.cfg.Source)
 	}
 	fmt.Fprintf(tw, "data:\t%s\n", b.cfg.Store.Dir)
+	if b.cfg.Store.Postgres() {
+		fmt.Fprintf(tw, "store:\tpostgres %s (shared with the other instances)\n", config.Masked(b.cfg).Store.URL)
+	}
 	fmt.Fprintf(tw, "admin token:\t%s\n", b.tokenLine())
 	fmt.Fprintf(tw, "vendors:\t%s\n", strings.Join(b.plugins, ", "))
 	for _, e := range b.extra {

@@ -83,6 +83,9 @@ func TestTwoInstancesExample(t *testing.T) {
 		}
 		gws = append(gws, testgw.Start(t, testgw.Options{Config: string(src), Env: env, DataDir: data}))
 	}
+	if out := gws[0].Output(); !strings.Contains(out, "(shared with the other instances)") {
+		t.Fatalf("the banner does not name the shared store:\n%s", out)
+	}
 	acct := gws[0].Account("5")
 	_, key := gws[0].Key(acct, nil)
 	a := send("POST", gws[1].URL+"/v1/chat/completions", key,
