@@ -235,6 +235,17 @@ func TestBinaryBanner(t *testing.T) {
 			t.Errorf("first banner lacks %q:\n%s", want, out)
 		}
 	}
+	for _, want := range []string{ // every family the default serves, and a line to try each
+		`(?m)^chat: +sim-chat, `,
+		`(?m)^image: +sim-image, sim-image-grid, `,
+		`(?m)^knowledge: +GET /api/v1/ext/wiki/search`,
+		`/v1/images/generations \\\n.*\n.*\n +-d '\{"model": "sim-image", `,
+		`/api/v1/ext/wiki/search\?q=idempotency" -H "Authorization: Bearer sk-tollgate-`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("first banner lacks %s:\n%s", want, out)
+		}
+	}
 	if n := strings.Count(strings.ToLower(out), "listening"); n != 1 || rawKey == nil {
 		t.Errorf("listening said %d times, key %v:\n%s", n, rawKey, out)
 	}

@@ -111,6 +111,10 @@ func (b *banner) print(out io.Writer) {
 	}
 	fmt.Fprintf(tw, "admin token:\t%s\n", b.tokenLine())
 	fmt.Fprintf(tw, "vendors:\t%s\n", strings.Join(b.plugins, ", "))
+	for _, f := range b.families() {
+		fmt.Fprintf(tw, "%s:\t%s\n", f.name, strings.Join(f.models, ", "))
+	}
+	fmt.Fprintf(tw, "knowledge:\tGET /api/v1/ext/wiki/search?q=..., MCP at POST /mcp (any key of the account)\n")
 	for _, e := range b.extra {
 		fmt.Fprintf(tw, "%s\t%s\n", e[0], e[1])
 	}
@@ -137,6 +141,17 @@ Try it:
       -H "Content-Type: application/json" \
       -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
 `, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
+		if m := b.firstOf("image"); m != "" {
+			fmt.Fprintf(out, `
+    curl -s http://%s/v1/images/generations \
+      -H "Authorization: Bearer %s" \
+      -H "Content-Type: application/json" \
+      -d '{"model": "%s", "prompt": "a lighthouse at dusk"}'
+`, b.reach(), d.raw, m)
+		}
+		fmt.Fprintf(out, `
+    curl -s "http://%s/api/v1/ext/wiki/search?q=idempotency" -H "Authorization: Bearer %s"
+`, b.reach(), d.raw)
 	}
 	fmt.Fprintln(out)
 	if b.scheme == "" {
@@ -175,6 +190,37 @@ func (b *banner) adminCmd(args string) string {
 		cmd += " --data-dir " + b.cfg.Store.Dir
 	}
 	return cmd + " " + args
+}
+
+type familyModels struct {
+	name   string
+	models []string
+}
+
+// families lists the configured models by family, in config order.
+func (b *banner) families() []familyModels {
+	var out []familyModels
+	at := map[string]int{}
+	for _, m := range b.cfg.Models {
+		i, ok := at[m.Family]
+		if !ok {
+			i = len(out)
+			at[m.Family] = i
+			out = append(out, familyModels{name: m.Family})
+		}
+		out[i].models = append(out[i].models, m.ID)
+	}
+	return out
+}
+
+// firstOf is the first configured model of a family, or "".
+func (b *banner) firstOf(family string) string {
+	for _, m := range b.cfg.Models {
+		if m.Family == family {
+			return m.ID
+		}
+	}
+	return ""
 }
 
 func (b *banner) demoModel() string {
