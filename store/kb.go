@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -50,6 +53,38 @@ type Page struct {
 	// by the store, like UpdatedAt.
 	Version   uint64    `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Normalize gives a page's lists a non-nil value, so a page reads back as
+// it was written and compares equal to the same import.
+func (p *Page) Normalize() {
+	for _, l := range []*[]string{&p.Tags, &p.Aliases, &p.Links} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+}
+
+// CheckText refuses a tag, alias, link or title holding a NUL byte, which
+// no backend's name rows can hold.
+func (p *Page) CheckText() error {
+	for _, ss := range [][]string{p.Tags, p.Aliases, p.Links, {p.Title}} {
+		for _, s := range ss {
+			if strings.IndexByte(s, 0) >= 0 {
+				return fmt.Errorf("page %q: a tag, alias, link or title contains a NUL byte", p.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// SameContent reports whether two writes of a page carry the same
+// content: what the store sets (Version, UpdatedAt) is left out. An
+// import counts such a page unchanged.
+func (p Page) SameContent(q Page) bool {
+	p.Version, q.Version = 0, 0
+	p.UpdatedAt, q.UpdatedAt = time.Time{}, time.Time{}
+	return reflect.DeepEqual(p, q)
 }
 
 // PageSource is where a page was compiled from. R2Key names a source file

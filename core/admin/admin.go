@@ -541,18 +541,26 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.store.GetAccount(r.Context(), r.PathValue("id")); err != nil {
+	listOfAccount(h, w, r, h.store.ListKeys, func(k store.Key) keyView { return keyJSON(k, "") })
+}
+
+// listOfAccount answers a GET /accounts/{id}/... list: 404 when the
+// account does not exist, else what list gives, each item as its view.
+func listOfAccount[T, V any](h *Handler, w http.ResponseWriter, r *http.Request,
+	list func(context.Context, string) ([]T, error), view func(T) V) {
+	id := r.PathValue("id")
+	if _, err := h.store.GetAccount(r.Context(), id); err != nil {
 		fail(w, err)
 		return
 	}
-	ks, err := h.store.ListKeys(r.Context(), r.PathValue("id"))
+	items, err := list(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	out := make([]keyView, 0, len(ks))
-	for _, k := range ks {
-		out = append(out, keyJSON(k, ""))
+	out := make([]V, 0, len(items))
+	for _, it := range items {
+		out = append(out, view(it))
 	}
 	reply(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }

@@ -327,20 +327,7 @@ func (h *Handler) createAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listAgents(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.store.GetAccount(r.Context(), r.PathValue("id")); err != nil {
-		fail(w, err)
-		return
-	}
-	as, err := h.store.ListAgents(r.Context(), r.PathValue("id"))
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	out := make([]agentView, 0, len(as))
-	for _, a := range as {
-		out = append(out, agentJSON(a))
-	}
-	reply(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	listOfAccount(h, w, r, h.store.ListAgents, agentJSON)
 }
 
 // getAgent shows a deleted agent too, with deleted_at: it tells the
@@ -430,22 +417,14 @@ func (h *Handler) listKeyRequests(w http.ResponseWriter, r *http.Request) {
 		fail(w, apierr.Newf(apierr.InvalidRequest, "status must be pending, approved or rejected, got %q", status))
 		return
 	}
-	if _, err := h.store.GetAccount(r.Context(), r.PathValue("id")); err != nil {
-		fail(w, err)
-		return
-	}
-	rs, err := h.store.ListKeyRequests(r.Context(), r.PathValue("id"))
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	out := make([]keyRequestView, 0, len(rs))
-	for _, kr := range rs {
-		if status == "" || kr.Status == status {
-			out = append(out, keyRequestJSON(kr))
+	list := func(ctx context.Context, account string) ([]store.KeyRequest, error) {
+		rs, err := h.store.ListKeyRequests(ctx, account)
+		if status != "" {
+			rs = slices.DeleteFunc(rs, func(kr store.KeyRequest) bool { return kr.Status != status })
 		}
+		return rs, err
 	}
-	reply(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	listOfAccount(h, w, r, list, keyRequestJSON)
 }
 
 func (h *Handler) approveKeyRequest(w http.ResponseWriter, r *http.Request) {

@@ -30,9 +30,34 @@ const buckets = 61
 // never contend and one busy account holds its lock for a few dozen
 // nanoseconds per request. A refused request is not counted.
 type Account struct {
-	defaults atomic.Pointer[[2]int] // rpm, concurrency; SetDefaults replaces them
-	now      func() time.Time
-	shards   [shardCount]accountShard
+	defaults
+	now    func() time.Time
+	shards [shardCount]accountShard
+}
+
+// defaults are the configured limits of an account that has none of its
+// own (0: unlimited), for Account and Shared alike.
+type defaults struct {
+	p atomic.Pointer[[2]int] // rpm, concurrency
+}
+
+// SetDefaults replaces the configured defaults (a config reload); the
+// windows and the calls in flight of every account carry over.
+func (d *defaults) SetDefaults(rpm, concurrency int) {
+	d.p.Store(&[2]int{rpm, concurrency})
+}
+
+// limits are an account's own limits, each replaced by its default where
+// it is not above 0.
+func (d *defaults) limits(rpm, concurrency int) (int, int) {
+	def := d.p.Load()
+	if rpm <= 0 {
+		rpm = def[0]
+	}
+	if concurrency <= 0 {
+		concurrency = def[1]
+	}
+	return rpm, concurrency
 }
 
 type accountShard struct {
@@ -64,12 +89,6 @@ func NewAccount(defaultRPM, defaultConcurrency int, now func() time.Time) *Accou
 	return a
 }
 
-// SetDefaults replaces the configured defaults (a config reload); the
-// windows and the calls in flight of every account carry over.
-func (a *Account) SetDefaults(rpm, concurrency int) {
-	a.defaults.Store(&[2]int{rpm, concurrency})
-}
-
 func noRelease() {}
 
 // Acquire counts one request of accountID. rpm and concurrency override the
@@ -87,13 +106,7 @@ func noRelease() {}
 // ctx is unused: the counts are in memory (Shared is the limiter whose
 // counts are in a store).
 func (a *Account) Acquire(_ context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
-	d := a.defaults.Load()
-	if rpm <= 0 {
-		rpm = d[0]
-	}
-	if concurrency <= 0 {
-		concurrency = d[1]
-	}
+	rpm, concurrency = a.limits(rpm, concurrency)
 	if rpm <= 0 && concurrency <= 0 {
 		return noRelease, nil
 	}

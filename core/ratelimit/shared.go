@@ -35,8 +35,8 @@ type Admission struct {
 // hold in total across instances rather than per instance. It answers
 // like Account: the same refusal, message and headers.
 type Shared struct {
-	c        Counter
-	defaults atomic.Pointer[[2]int] // rpm, concurrency; SetDefaults replaces them
+	defaults
+	c Counter
 }
 
 // NewShared returns a limiter over c with the configured defaults (0:
@@ -47,22 +47,11 @@ func NewShared(c Counter, defaultRPM, defaultConcurrency int) *Shared {
 	return s
 }
 
-// SetDefaults replaces the configured defaults (a config reload).
-func (s *Shared) SetDefaults(rpm, concurrency int) {
-	s.defaults.Store(&[2]int{rpm, concurrency})
-}
-
 // Acquire is Account.Acquire against the shared counts: one round trip to
 // the store, and one more to lower the count in flight when the request ends. A
 // store that does not answer refuses the request (limits fail closed).
 func (s *Shared) Acquire(ctx context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error) {
-	d := s.defaults.Load()
-	if rpm <= 0 {
-		rpm = d[0]
-	}
-	if concurrency <= 0 {
-		concurrency = d[1]
-	}
+	rpm, concurrency = s.limits(rpm, concurrency)
 	if rpm <= 0 && concurrency <= 0 {
 		return noRelease, nil
 	}

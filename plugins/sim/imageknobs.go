@@ -45,20 +45,10 @@ func ScanImageMarkers(k *ImageKnobs, texts ...string) {
 }
 
 func (k *ImageKnobs) scan(text string) {
-	for {
-		i := strings.Index(text, markerOpen)
-		if i < 0 {
-			return
-		}
-		text = text[i+len(markerOpen):]
-		j := strings.IndexByte(text, ']')
-		if j < 0 {
-			return
-		}
-		for item := range strings.FieldsFuncSeq(text[:j], func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
+	for spec := range markers(text) {
+		for item := range specItems(spec) {
 			k.set(item)
 		}
-		text = text[j+1:]
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ const markerOpen = "[sim:"
 // ParseSpec parses a fault setting: the marker syntax without brackets,
 // several items separated by commas or spaces ("error=500", "cut=3,slow=10ms").
 func ParseSpec(spec string, k *Knobs) error {
-	for item := range strings.FieldsFuncSeq(spec, func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
+	for item := range specItems(spec) {
 		if err := k.set(item); err != nil {
 			return err
 		}
@@ -42,21 +43,35 @@ func ParseSpec(spec string, k *Knobs) error {
 	return nil
 }
 
+// specItems are the items of a spec, separated by commas, spaces or
+// semicolons.
+func specItems(spec string) iter.Seq[string] {
+	return strings.FieldsFuncSeq(spec, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })
+}
+
 // scanMarkers applies every well-formed [sim:...] marker in text to k.
 // Malformed markers are ignored: they are prompt text like any other.
 func scanMarkers(text string, k *Knobs) {
-	for {
-		i := strings.Index(text, markerOpen)
-		if i < 0 {
-			return
+	for spec := range markers(text) {
+		_ = ParseSpec(spec, k)
+	}
+}
+
+// markers are the specs of the well-formed [sim:...] markers in text.
+func markers(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for {
+			i := strings.Index(text, markerOpen)
+			if i < 0 {
+				return
+			}
+			text = text[i+len(markerOpen):]
+			j := strings.IndexByte(text, ']')
+			if j < 0 || !yield(text[:j]) {
+				return
+			}
+			text = text[j+1:]
 		}
-		text = text[i+len(markerOpen):]
-		j := strings.IndexByte(text, ']')
-		if j < 0 {
-			return
-		}
-		_ = ParseSpec(text[:j], k)
-		text = text[j+1:]
 	}
 }
 

@@ -25,41 +25,38 @@ func newReadCache() *readCache {
 const maxCached = 100_000
 
 func (c *readCache) key(hash []byte) (store.Key, uint64, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	k, ok := c.keys[string(hash)]
-	return k, c.gen, ok
+	return lookup(c, c.keys, string(hash))
 }
 
-func (c *readCache) putKey(k store.Key, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return
-	}
-	if len(c.keys) >= maxCached {
-		clear(c.keys)
-	}
-	c.keys[string(k.Hash)] = k
-}
+func (c *readCache) putKey(k store.Key, gen uint64) { remember(c, c.keys, string(k.Hash), k, gen) }
 
 func (c *readCache) account(id string) (store.Account, uint64, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a, ok := c.accounts[id]
-	return a, c.gen, ok
+	return lookup(c, c.accounts, id)
 }
 
-func (c *readCache) putAccount(a store.Account, gen uint64) {
+func (c *readCache) putAccount(a store.Account, gen uint64) { remember(c, c.accounts, a.ID, a, gen) }
+
+// lookup reads one of the cache's maps: the entry, and the generation to
+// remember a store read under.
+func lookup[V any](c *readCache, m map[string]V, id string) (V, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := m[id]
+	return v, c.gen, ok
+}
+
+// remember stores what a read under generation gen found, unless a write
+// invalidated the cache since.
+func remember[V any](c *readCache, m map[string]V, id string, v V, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		return
 	}
-	if len(c.accounts) >= maxCached {
-		clear(c.accounts)
+	if len(m) >= maxCached {
+		clear(m)
 	}
-	c.accounts[a.ID] = a
+	m[id] = v
 }
 
 // invalidate forgets everything; called after every key or account write.

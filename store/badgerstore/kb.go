@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -67,33 +66,6 @@ type kbChange struct {
 	Page    string `json:"p"`
 	KB      string `json:"k"`
 	Deleted bool   `json:"d,omitempty"`
-}
-
-func checkKBText(p *store.Page) error {
-	for _, ss := range [][]string{p.Tags, p.Aliases, p.Links, {p.Title}} {
-		for _, s := range ss {
-			if strings.IndexByte(s, sep) >= 0 {
-				return fmt.Errorf("page %q: a tag, alias, link or title contains a NUL byte: %w", p.ID, errBadID)
-			}
-		}
-	}
-	return nil
-}
-
-// normPage gives a page's lists a non-nil value, so a page reads back as
-// it was written and compares equal to the same import.
-func normPage(p *store.Page) {
-	for _, l := range []*[]string{&p.Tags, &p.Aliases, &p.Links} {
-		if *l == nil {
-			*l = []string{}
-		}
-	}
-}
-
-func samePage(a, b store.Page) bool {
-	a.Version, b.Version = 0, 0
-	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
-	return reflect.DeepEqual(a, b)
 }
 
 func readKB(txn *badger.Txn, id string) (store.KnowledgeBase, error) {
@@ -353,15 +325,15 @@ func (s *Store) PutPages(ctx context.Context, kbID string, pages []store.Page, n
 		if err := checkID("page", p.ID); err != nil {
 			return res, err
 		}
-		if err := checkKBText(p); err != nil {
-			return res, err
+		if err := p.CheckText(); err != nil {
+			return res, fmt.Errorf("%w: %w", err, errBadID)
 		}
 		if seen[p.ID] {
 			return res, fmt.Errorf("badgerstore: page %q appears twice in one write", p.ID)
 		}
 		seen[p.ID] = true
 		p.KBID = kbID
-		normPage(p)
+		p.Normalize()
 	}
 	s.kbMu.Lock()
 	defer s.kbMu.Unlock()
@@ -421,7 +393,7 @@ func putPagesTxn(txn *badger.Txn, kbID string, pages []store.Page, now time.Time
 		p := pages[i]
 		old, err := readPage(txn, p.ID)
 		switch {
-		case err == nil && samePage(old, p):
+		case err == nil && old.SameContent(p):
 			res.Unchanged++
 			continue
 		case err == nil:

@@ -49,79 +49,50 @@ const maxCached = 100_000
 func (c *authCache) trusted() bool { return time.Since(c.polled) < 2*c.every }
 
 func (c *authCache) key(hash []byte) (store.Key, uint64, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	k, ok := c.keys[string(hash)]
-	return k, c.gen, ok && c.trusted()
+	return lookup(c, c.keys, string(hash))
 }
 
-func (c *authCache) putKey(k store.Key, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return
-	}
-	if len(c.keys) >= maxCached {
-		clear(c.keys)
-	}
-	c.keys[string(k.Hash)] = k
-}
+func (c *authCache) putKey(k store.Key, gen uint64) { remember(c, c.keys, string(k.Hash), k, gen) }
 
 func (c *authCache) account(id string) (store.Account, uint64, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a, ok := c.accounts[id]
-	return a, c.gen, ok && c.trusted()
+	return lookup(c, c.accounts, id)
 }
 
-func (c *authCache) putAccount(a store.Account, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return
-	}
-	if len(c.accounts) >= maxCached {
-		clear(c.accounts)
-	}
-	c.accounts[a.ID] = a
-}
+func (c *authCache) putAccount(a store.Account, gen uint64) { remember(c, c.accounts, a.ID, a, gen) }
 
-func (c *authCache) agent(id string) (store.Agent, uint64, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a, ok := c.agents[id]
-	return a, c.gen, ok && c.trusted()
-}
+func (c *authCache) agent(id string) (store.Agent, uint64, bool) { return lookup(c, c.agents, id) }
 
-func (c *authCache) putAgent(a store.Agent, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return
-	}
-	if len(c.agents) >= maxCached {
-		clear(c.agents)
-	}
-	c.agents[a.ID] = a
-}
+func (c *authCache) putAgent(a store.Agent, gen uint64) { remember(c, c.agents, a.ID, a, gen) }
 
 func (c *authCache) organization(account string) (store.Organization, uint64, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	o, ok := c.orgs[account]
-	return o, c.gen, ok && c.trusted()
+	return lookup(c, c.orgs, account)
 }
 
 func (c *authCache) putOrganization(o store.Organization, gen uint64) {
+	remember(c, c.orgs, o.AccountID, o, gen)
+}
+
+// lookup reads one of the cache's maps: the entry, the generation to
+// remember a store read under, and whether the entry may answer.
+func lookup[V any](c *authCache, m map[string]V, id string) (V, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := m[id]
+	return v, c.gen, ok && c.trusted()
+}
+
+// remember stores what a read under generation gen found, unless the
+// cache was dropped since.
+func remember[V any](c *authCache, m map[string]V, id string, v V, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		return
 	}
-	if len(c.orgs) >= maxCached {
-		clear(c.orgs)
+	if len(m) >= maxCached {
+		clear(m)
 	}
-	c.orgs[o.AccountID] = o
+	m[id] = v
 }
 
 // invalidate drops everything (this instance's own writes).

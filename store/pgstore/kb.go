@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -31,34 +30,6 @@ const (
 	rankTitle
 	rankAlias
 )
-
-// checkKBText refuses the text a name or tag row cannot hold.
-func checkKBText(p *store.Page) error {
-	for _, ss := range [][]string{p.Tags, p.Aliases, p.Links, {p.Title}} {
-		for _, s := range ss {
-			if strings.IndexByte(s, 0) >= 0 {
-				return fmt.Errorf("pgstore: page %q: a tag, alias, link or title contains a NUL byte", p.ID)
-			}
-		}
-	}
-	return nil
-}
-
-// normPage gives a page's lists a non-nil value, so a page reads back as
-// it was written and compares equal to the same import.
-func normPage(p *store.Page) {
-	for _, l := range []*[]string{&p.Tags, &p.Aliases, &p.Links} {
-		if *l == nil {
-			*l = []string{}
-		}
-	}
-}
-
-func samePage(a, b store.Page) bool {
-	a.Version, b.Version = 0, 0
-	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
-	return reflect.DeepEqual(a, b)
-}
 
 // lockKB takes the knowledge-base write lock and returns the last change
 // number.
@@ -209,15 +180,15 @@ func (s *Store) PutPages(ctx context.Context, kbID string, pages []store.Page, n
 		if err := checkID("page", p.ID); err != nil {
 			return res, err
 		}
-		if err := checkKBText(p); err != nil {
-			return res, err
+		if err := p.CheckText(); err != nil {
+			return res, fmt.Errorf("pgstore: %w", err)
 		}
 		if seen[p.ID] {
 			return res, fmt.Errorf("pgstore: page %q appears twice in one write", p.ID)
 		}
 		seen[p.ID] = true
 		p.KBID = kbID
-		normPage(p)
+		p.Normalize()
 		ids[i] = p.ID
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -244,7 +215,7 @@ func (s *Store) PutPages(ctx context.Context, kbID string, pages []store.Page, n
 			p := pages[i]
 			prev, exists := old[p.ID]
 			switch {
-			case exists && samePage(prev, p):
+			case exists && prev.SameContent(p):
 				res.Unchanged++
 				continue
 			case exists:
