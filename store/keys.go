@@ -40,6 +40,9 @@ type Key struct {
 	// SpendCap bounds what the key may spend over its life (nil: no cap);
 	// PlaceHold enforces it against KeyUsage and the key's open holds.
 	SpendCap *money.Nano `json:"spend_cap,omitempty"`
+	// UserID is the console user the key belongs to: a member sees and
+	// manages only their own keys. Empty for a key the operator made.
+	UserID string `json:"user_id,omitempty"`
 }
 
 // Keys is the role of API keys.

@@ -1,8 +1,8 @@
 // Package store defines Tollgate's state as role interfaces, one per file
 // (accounts, wallet, keys, logs, idempotency, tasks, models, knowledge
-// bases, agents), and the records they hold. Store is their union: what a
-// backend implements. Backends live in sub-packages (badgerstore is the embedded
-// default); the rest of the gateway sees only this package, and each part
+// bases, agents, console users, console sessions), and the records they
+// hold. Store is their union: what a backend implements. Backends live in
+// sub-packages (badgerstore is the embedded default); the rest of the gateway sees only this package, and each part
 // of it asks for the roles it uses.
 package store
 
@@ -31,6 +31,8 @@ type Store interface {
 	Models
 	KnowledgeBases
 	Agents
+	Users
+	Sessions
 
 	Close() error
 }

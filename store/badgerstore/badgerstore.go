@@ -75,6 +75,9 @@ type Store struct {
 	// kbMu serializes knowledge-base writes, so page changes commit in
 	// the order of their numbers (kb.go).
 	kbMu sync.Mutex
+	// signInMu serializes failed sign-in counts: an attack hammers one
+	// record, and retrying conflicts would lose counts (sessions.go).
+	signInMu sync.Mutex
 
 	stopGC chan struct{}
 	gcDone chan struct{}

@@ -19,7 +19,7 @@ import (
 const (
 	vRow     = 1
 	vHold    = 3 // 1: without TaskID; 2: without SpendCap
-	vKey     = 2 // 1: without AgentID and SpendCap
+	vKey     = 3 // 1: without AgentID and SpendCap; 2: without UserID
 	vAccount = 1
 )
 
@@ -459,6 +459,7 @@ func encodeKey(k *store.Key) []byte {
 	e.optTime(k.LastUsedAt)
 	e.str(k.AgentID)
 	e.optNano(k.SpendCap)
+	e.str(k.UserID)
 	return e.b
 }
 
@@ -475,6 +476,9 @@ func decodeKey(v []byte) (store.Key, error) {
 	}
 	if ver >= 2 {
 		k.AgentID, k.SpendCap = d.str(), d.optNano()
+	}
+	if ver >= 3 {
+		k.UserID = d.str()
 	}
 	return k, d.done()
 }

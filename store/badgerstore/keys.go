@@ -59,6 +59,18 @@ const (
 	pOrg       = "org/"        // org/{account}                      -> organization (JSON)
 )
 
+// The console's records (users.go, sessions.go).
+const (
+	pUser       = "user/"       // user/{user}                           -> user (JSON)
+	pUserEmail  = "useremail/"  // useremail/{folded email}              -> user id
+	pUserAcct   = "useracct/"   // useracct/{account}\x00{user}          -> empty
+	pInvite     = "invite/"     // invite/{invitation}                   -> invitation (JSON)
+	pInviteAcct = "inviteacct/" // inviteacct/{account}\x00{invitation}  -> empty
+	pSession    = "session/"    // session/{session}                     -> session (JSON)
+	pSessUser   = "sessuser/"   // sessuser/{user}\x00{session}          -> empty
+	pSignIn     = "signin/"     // signin/{subject}                      -> failed sign-ins (JSON)
+)
+
 const sep = 0x00
 
 // tsLen is the width of an encoded time: seconds (8, sign bit flipped so

@@ -12,7 +12,7 @@ import (
 )
 
 const keyCols = `id, account_id, name, prefix, hash, sealed, restrict_models, allowed_models, expires_at,
-	enabled, logs_account_scope, kind, created_at, last_used_at, agent_id, spend_cap`
+	enabled, logs_account_scope, kind, created_at, last_used_at, agent_id, spend_cap, user_id`
 
 var errNoHash = errors.New("pgstore: key without a hash")
 
@@ -21,7 +21,7 @@ func scanKey(row pgx.Row) (store.Key, error) {
 	var created int64
 	var expires, used, limit *int64
 	err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &k.Hash, &k.Sealed, &k.RestrictModels,
-		&k.AllowedModels, &expires, &k.Enabled, &k.LogsAccountScope, &k.Kind, &created, &used, &k.AgentID, &limit)
+		&k.AllowedModels, &expires, &k.Enabled, &k.LogsAccountScope, &k.Kind, &created, &used, &k.AgentID, &limit, &k.UserID)
 	k.CreatedAt, k.ExpiresAt, k.LastUsedAt = fromNS(created), fromNSPtr(expires), fromNSPtr(used)
 	if limit != nil {
 		c := money.Nano(*limit)
@@ -42,13 +42,13 @@ func spendCap(c *money.Nano) *int64 {
 // insertKeySQL writes a new key of an existing account ($2); a duplicate
 // id or hash fails on the unique indexes.
 const insertKeySQL = `INSERT INTO api_keys (` + keyCols + `)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17
 	WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $2)`
 
 func insertKeyArgs(k *store.Key) []any {
 	return []any{k.ID, k.AccountID, txt(k.Name), txt(k.Prefix), k.Hash, k.Sealed, k.RestrictModels,
 		txts(k.AllowedModels), nsPtr(k.ExpiresAt), k.Enabled, k.LogsAccountScope, txt(k.Kind),
-		ns(k.CreatedAt), nsPtr(k.LastUsedAt), txt(k.AgentID), spendCap(k.SpendCap)}
+		ns(k.CreatedAt), nsPtr(k.LastUsedAt), txt(k.AgentID), spendCap(k.SpendCap), txt(k.UserID)}
 }
 
 // CreateKey stores a new key of an existing account; a duplicate id or
@@ -138,13 +138,14 @@ func (s *Store) UpdateKey(ctx context.Context, k store.Key) error {
 		WITH k AS (
 			UPDATE api_keys SET account_id = $2, name = $3, prefix = $4, hash = $5, sealed = $6,
 				restrict_models = $7, allowed_models = $8, expires_at = $9, enabled = $10,
-				logs_account_scope = $11, kind = $12, created_at = $13, agent_id = $14, spend_cap = $15
+				logs_account_scope = $11, kind = $12, created_at = $13, agent_id = $14, spend_cap = $15,
+				user_id = $16
 			WHERE id = $1 RETURNING 1
 		), c AS (`+bumpAuth+` AND EXISTS (SELECT 1 FROM k))
 		SELECT count(*) FROM k`,
 		k.ID, k.AccountID, txt(k.Name), txt(k.Prefix), k.Hash, k.Sealed, k.RestrictModels,
 		txts(k.AllowedModels), nsPtr(k.ExpiresAt), k.Enabled, k.LogsAccountScope, txt(k.Kind),
-		ns(k.CreatedAt), txt(k.AgentID), spendCap(k.SpendCap)).Scan(&n)
+		ns(k.CreatedAt), txt(k.AgentID), spendCap(k.SpendCap), txt(k.UserID)).Scan(&n)
 	if err != nil {
 		return s.fail(err)
 	}

@@ -32,6 +32,7 @@ func testKeys(t *testing.T, s store.Store) {
 	full.RestrictModels, full.AllowedModels = true, []string{"m-1", "m-2"}
 	full.ExpiresAt, full.LastUsedAt = &exp, &used
 	full.LogsAccountScope, full.Kind = true, store.KindAgent
+	full.UserID = "usr-1"
 	denyAll := key("a", "k2", 2)
 	denyAll.RestrictModels = true // an empty list denies every model
 	keys := []store.Key{full, denyAll, key("a2", "k3", 3), key("a", "k0", 0)}
