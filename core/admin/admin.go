@@ -69,6 +69,8 @@ type KeySpec struct {
 	LogsAccountScope *bool
 	Kind             *string
 	SpendCap         **money.Nano // pointer to nil: no cap
+	// UserID is the console user a new key belongs to (create only).
+	UserID string
 }
 
 // CreateKey makes a key for an account and returns it with its raw value,
@@ -87,7 +89,7 @@ func (s *Service) CreateKey(ctx context.Context, accountID string, spec KeySpec)
 	}
 	k := store.Key{
 		ID: newID("key_"), AccountID: accountID, Prefix: keys.Display(raw), Hash: keys.Hash(raw),
-		Sealed: sealed, Enabled: true, Kind: store.KindConsole, CreatedAt: s.now().UTC(),
+		Sealed: sealed, Enabled: true, Kind: store.KindConsole, CreatedAt: s.now().UTC(), UserID: spec.UserID,
 	}
 	if err := applySpec(&k, spec); err != nil {
 		return store.Key{}, "", err
@@ -140,6 +142,21 @@ func applySpec(k *store.Key, spec KeySpec) error {
 	}
 	return nil
 }
+
+// UpdateKey changes the fields spec sets of an existing key.
+func (s *Service) UpdateKey(ctx context.Context, id string, spec KeySpec) (store.Key, error) {
+	k, err := s.store.GetKey(ctx, id)
+	if err != nil {
+		return k, err
+	}
+	if err := applySpec(&k, spec); err != nil {
+		return k, err
+	}
+	return k, s.store.UpdateKey(ctx, k)
+}
+
+// DeleteKey deletes a key: it is refused at once; its rows and usage stay.
+func (s *Service) DeleteKey(ctx context.Context, id string) error { return s.store.DeleteKey(ctx, id) }
 
 // Reveal returns a key's raw value; hash-only keys cannot be revealed.
 func (s *Service) Reveal(ctx context.Context, keyID string) (string, error) {
@@ -607,16 +624,8 @@ func (h *Handler) patchKey(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	k, err := h.store.GetKey(r.Context(), r.PathValue("id"))
+	k, err := h.svc.UpdateKey(r.Context(), r.PathValue("id"), spec)
 	if err != nil {
-		fail(w, err)
-		return
-	}
-	if err := applySpec(&k, spec); err != nil {
-		fail(w, err)
-		return
-	}
-	if err := h.store.UpdateKey(r.Context(), k); err != nil {
 		fail(w, err)
 		return
 	}
@@ -624,7 +633,7 @@ func (h *Handler) patchKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) deleteKey(w http.ResponseWriter, r *http.Request) {
-	if err := h.store.DeleteKey(r.Context(), r.PathValue("id")); err != nil {
+	if err := h.svc.DeleteKey(r.Context(), r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}

@@ -167,9 +167,25 @@ func (s *Service) RequestAgentKey(ctx context.Context, agentID, requester, note 
 	return r, s.store.CreateKeyRequest(ctx, r)
 }
 
+// DeleteAgent deletes an agent (softly: its keys answer 403 from then on).
+func (s *Service) DeleteAgent(ctx context.Context, id string) error {
+	return s.store.DeleteAgent(ctx, id, s.now())
+}
+
+// RejectKeyRequest answers a pending request with no; ErrDecided (with
+// the request as it stands) when it was already answered.
+func (s *Service) RejectKeyRequest(ctx context.Context, id string) (store.KeyRequest, error) {
+	kr, err := s.store.RejectKeyRequest(ctx, id, s.now())
+	if errors.Is(err, store.ErrDecided) {
+		kr, _ = s.store.GetKeyRequest(ctx, id)
+	}
+	return kr, err
+}
+
 // ApproveKeyRequest issues the requested key with its spend cap; the key
-// is named after its requester. The raw key is shown this once.
-func (s *Service) ApproveKeyRequest(ctx context.Context, id string, spendCap *money.Nano) (store.KeyRequest, store.Key, string, error) {
+// is named after its requester, and belongs to userID (the console user
+// who asked; "" for none). The raw key is shown this once.
+func (s *Service) ApproveKeyRequest(ctx context.Context, id string, spendCap *money.Nano, userID string) (store.KeyRequest, store.Key, string, error) {
 	r, err := s.store.GetKeyRequest(ctx, id)
 	if err != nil {
 		return r, store.Key{}, "", err
@@ -190,6 +206,7 @@ func (s *Service) ApproveKeyRequest(ctx context.Context, id string, spendCap *mo
 	if err != nil {
 		return r, store.Key{}, "", err
 	}
+	k.UserID = userID
 	r, err = s.store.ApproveKeyRequest(ctx, id, k, s.now())
 	return r, k, raw, err
 }
@@ -361,7 +378,7 @@ func (h *Handler) patchAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) deleteAgent(w http.ResponseWriter, r *http.Request) {
-	if err := h.store.DeleteAgent(r.Context(), r.PathValue("id"), h.svc.now()); err != nil {
+	if err := h.svc.DeleteAgent(r.Context(), r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}
@@ -440,7 +457,7 @@ func (h *Handler) approveKeyRequest(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	kr, k, raw, err := h.svc.ApproveKeyRequest(r.Context(), r.PathValue("id"), limit)
+	kr, k, raw, err := h.svc.ApproveKeyRequest(r.Context(), r.PathValue("id"), limit, "")
 	if err != nil {
 		fail(w, decided(r, kr, err))
 		return
@@ -457,11 +474,8 @@ func (h *Handler) rejectKeyRequest(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	kr, err := h.store.RejectKeyRequest(r.Context(), r.PathValue("id"), h.svc.now())
+	kr, err := h.svc.RejectKeyRequest(r.Context(), r.PathValue("id"))
 	if err != nil {
-		if errors.Is(err, store.ErrDecided) {
-			kr, _ = h.store.GetKeyRequest(r.Context(), r.PathValue("id"))
-		}
 		fail(w, decided(r, kr, err))
 		return
 	}

@@ -20,19 +20,21 @@ var exportColumns = []string{
 	"result_expires_at",
 }
 
-// serveExport streams GET /v1/logs/export.csv.
+// Export streams the CSV export of v's rows with the parameters of GET
+// /v1/logs/export.csv (the console's log site links to it too), or the
+// parameters' error.
 //
 // x-truncated must be known before the first byte, so the export reads the
 // window twice: a counting pass that stops at ExportMaxRows+1 rows and keeps
 // nothing, then the streaming pass that writes at most ExportMaxRows rows.
 // Neither pass holds more than one row in memory.
-func (h *Handler) serveExport(w http.ResponseWriter, r *http.Request, key store.Key) {
-	p, aerr := parseExport(r.URL.Query(), key, h.now())
+func (h *Handler) Export(w http.ResponseWriter, r *http.Request, v Viewer) {
+	p, aerr := parseExport(r.URL.Query(), v, h.now())
 	if aerr != nil {
 		h.fail(w, aerr)
 		return
 	}
-	q := p.query(key.AccountID, key.ID)
+	q := p.query(v)
 	ctx := r.Context()
 	n := 0
 	err := h.st.ScanLogs(ctx, q, func(store.LogRow) bool {

@@ -4,9 +4,11 @@
 package logsapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +38,7 @@ type Handler struct {
 	log    hclog.Logger
 	red    *redact.Redactor
 	cache  *summaryCache
+	days   *ttlCache[dayKey, *tally]
 	prefix string
 }
 
@@ -79,6 +82,7 @@ func New(st store.Store, lim *ratelimit.PerKey, now func() time.Time, logger hcl
 		log:    logger,
 		red:    redact.New(redact.Options{}),
 		cache:  newSummaryCache(4096),
+		days:   newTTLCache[dayKey, *tally](dayTTL, 100_000),
 		prefix: "/v1/logs",
 	}
 	for _, o := range opts {
@@ -115,15 +119,28 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, key store.Key) {
 		h.fail(w, apierr.New(apierr.NotFound, "unknown logs endpoint "+r.URL.Path))
 		return
 	}
+	v, q, ctx := ViewerOf(key), r.URL.Query(), r.Context()
 	switch rest = strings.TrimSuffix(rest, "/"); rest {
 	case "":
-		h.serveList(w, r, key)
+		h.answer(w)(h.List(ctx, v, q))
 	case "/summary":
-		h.serveSummary(w, r, key)
+		h.serveSummary(w, r, v)
 	case "/export.csv":
-		h.serveExport(w, r, key)
+		h.Export(w, r, v)
 	default:
-		h.serveOne(w, r, key, strings.TrimPrefix(rest, "/"))
+		_, tech, err := h.Entry(ctx, v, q, strings.TrimPrefix(rest, "/"))
+		h.answer(w)(tech, err)
+	}
+}
+
+// answer writes v as JSON, or err.
+func (h *Handler) answer(w http.ResponseWriter) func(v any, err *apierr.Error) {
+	return func(v any, err *apierr.Error) {
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		writeJSON(w, v)
 	}
 }
 
@@ -141,22 +158,22 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-// listJSON is the GET /v1/logs response.
-type listJSON struct {
+// List is a page of rows (GET /v1/logs).
+type List struct {
 	Object     string      `json:"object"`
 	Currency   string      `json:"currency"`
 	Scope      string      `json:"scope"`
 	PeriodFrom string      `json:"period_from"`
 	PeriodTo   string      `json:"period_to"`
-	Data       []rowJSON   `json:"data"`
+	Data       []Row       `json:"data"`
 	HasMore    bool        `json:"has_more"`
 	NextCursor *string     `json:"next_cursor"`
-	InFlight   *[]inFlight `json:"in_flight,omitempty"`
+	InFlight   *[]InFlight `json:"in_flight,omitempty"`
 }
 
-// inFlight is an unfinished async job (spec rule 5): it becomes a row only
+// InFlight is an unfinished async job (spec rule 5): it becomes a row only
 // when it ends.
-type inFlight struct {
+type InFlight struct {
 	Object      string `json:"object"`
 	TaskID      string `json:"task_id"`
 	RequestID   string `json:"request_id"`
@@ -171,14 +188,14 @@ type inFlight struct {
 }
 
 // inFlightJobs lists the scope's unfinished tasks, newest first.
-func (h *Handler) inFlightJobs(r *http.Request, q store.LogQuery) ([]inFlight, error) {
-	ts, err := h.st.ListTasks(r.Context(), store.TaskQuery{AccountID: q.AccountID, KeyID: q.KeyID, Unfinished: true})
+func (h *Handler) inFlightJobs(ctx context.Context, q store.LogQuery) ([]InFlight, error) {
+	ts, err := h.st.ListTasks(ctx, store.TaskQuery{AccountID: q.AccountID, KeyID: q.KeyID, Unfinished: true})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]inFlight, 0, len(ts))
+	out := make([]InFlight, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, inFlight{
+		out = append(out, InFlight{
 			Object: "task", TaskID: t.ID, RequestID: t.RequestID, Status: t.Status, Model: t.Model,
 			UnitType: t.UnitType, SubmittedAt: formatTime(t.SubmittedAt), KeyID: t.KeyID, KeyName: t.KeyName,
 			KeyPrefix: t.KeyPrefix, Hold: t.Hold.String(),
@@ -187,20 +204,19 @@ func (h *Handler) inFlightJobs(r *http.Request, q store.LogQuery) ([]inFlight, e
 	return out, nil
 }
 
-func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, key store.Key) {
-	p, aerr := parseList(r.URL.Query(), key, h.now())
+// List answers a page of rows for v with the parameters of GET /v1/logs.
+func (h *Handler) List(ctx context.Context, v Viewer, params url.Values) (*List, *apierr.Error) {
+	p, aerr := parseList(params, v, h.now())
 	if aerr != nil {
-		h.fail(w, aerr)
-		return
+		return nil, aerr
 	}
-	q := p.query(key.AccountID, key.ID)
+	q := p.query(v)
 	q.Limit = p.limit + 1
-	rows, err := h.st.QueryLogs(r.Context(), q)
+	rows, err := h.st.QueryLogs(ctx, q)
 	if err != nil {
-		h.fail(w, apierr.Internal(err))
-		return
+		return nil, apierr.Internal(err)
 	}
-	out := listJSON{
+	out := &List{
 		Object:     "list",
 		Currency:   "points",
 		Scope:      p.scope.name(),
@@ -217,48 +233,43 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, key store.Ke
 		}.encode()
 		out.NextCursor = &c
 	}
-	out.Data = make([]rowJSON, len(rows))
+	out.Data = make([]Row, len(rows))
 	for i := range rows {
-		out.Data[i] = toRowJSON(&rows[i], p.include.attempts, h.red)
+		out.Data[i] = toRow(&rows[i], p.include.attempts, h.red)
 	}
 	if p.include.inFlight && p.after == nil {
-		jobs, err := h.inFlightJobs(r, q)
+		jobs, err := h.inFlightJobs(ctx, q)
 		if err != nil {
-			h.fail(w, apierr.Internal(err))
-			return
+			return nil, apierr.Internal(err)
 		}
 		out.InFlight = &jobs
 	}
-	writeJSON(w, out)
+	return out, nil
 }
 
-// serveOne answers GET /v1/logs/{id} with the row's technical view. A row
+// Entry answers one row and its technical view (GET /v1/logs/{id}). A row
 // of another account, or of another key without account scope, is 404.
-func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, key store.Key, idS string) {
-	s, aerr := parseScope(r.URL.Query(), key)
+func (h *Handler) Entry(ctx context.Context, v Viewer, params url.Values, idS string) (*Row, *Tech, *apierr.Error) {
+	s, aerr := parseScope(params, v)
 	if aerr != nil {
-		h.fail(w, aerr)
-		return
+		return nil, nil, aerr
 	}
 	notFound := apierr.Newf(apierr.LogNotFound, "log %s not found", strconv.Quote(idS))
 	id, err := strconv.ParseUint(idS, 10, 64)
 	if err != nil {
-		h.fail(w, notFound)
-		return
+		return nil, nil, notFound
 	}
-	row, err := h.st.GetLog(r.Context(), id)
+	row, err := h.st.GetLog(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.fail(w, notFound)
-		return
+		return nil, nil, notFound
 	case err != nil:
-		h.fail(w, apierr.Internal(err))
-		return
+		return nil, nil, apierr.Internal(err)
 	}
-	if row.AccountID != key.AccountID || (!s.account && row.KeyID != key.ID) ||
+	if row.AccountID != v.AccountID || (!s.account && row.KeyID != v.KeyID) ||
 		(s.keyID != "" && row.KeyID != s.keyID) {
-		h.fail(w, notFound)
-		return
+		return nil, nil, notFound
 	}
-	writeJSON(w, toTechJSON(&row, h.red))
+	r, t := toRow(&row, true, h.red), toTech(&row, h.red)
+	return &r, &t, nil
 }

@@ -51,28 +51,54 @@ func (s scope) name() string {
 	return "key"
 }
 
-// parseScope applies the visibility rules (call logs rule 8) to scope and
-// key_id. Agent keys are refused before this point.
-func parseScope(q url.Values, key store.Key) (scope, *apierr.Error) {
+// Viewer is who reads the logs and what it may read: an API key
+// (ViewerOf) or a person signed into the console.
+type Viewer struct {
+	AccountID string
+	// KeyID is the key whose own rows scope=key reads; "" refuses
+	// scope=key (a console owner reads with scope=account).
+	KeyID string
+	// AccountScope lets scope=account read the whole account;
+	// NoAccountScope says why it may not, when it may not.
+	AccountScope   bool
+	NoAccountScope string
+}
+
+// ViewerOf is what an API key may read (call logs rule 8): its own rows,
+// and the whole account with the console's toggle unless it is an
+// employee or desktop key. Agent keys are refused before this point.
+func ViewerOf(k store.Key) Viewer {
+	v := Viewer{AccountID: k.AccountID, KeyID: k.ID, AccountScope: k.LogsAccountScope}
+	switch {
+	case k.Kind == store.KindEmployee || k.Kind == store.KindDesktop:
+		v.AccountScope, v.NoAccountScope = false, "scope=account is not available to employee and desktop keys"
+	case !k.LogsAccountScope:
+		v.NoAccountScope = "scope=account needs the key's account-wide logs toggle; enable it in the console"
+	}
+	return v
+}
+
+// parseScope applies the viewer's visibility to scope and key_id.
+func parseScope(q url.Values, v Viewer) (scope, *apierr.Error) {
 	var s scope
-	switch v := q.Get("scope"); v {
+	switch sc := q.Get("scope"); sc {
 	case "", "key":
-	case "account":
-		if key.Kind == store.KindEmployee || key.Kind == store.KindDesktop {
-			return s, apierr.New(apierr.PermissionDenied, "scope=account is not available to employee and desktop keys")
+		if v.KeyID == "" {
+			return s, badRequest("scope=key reads one key's rows; pass scope=account, with key_id for one key")
 		}
-		if !key.LogsAccountScope {
-			return s, apierr.New(apierr.PermissionDenied, "scope=account needs the key's account-wide logs toggle; enable it in the console")
+	case "account":
+		if !v.AccountScope {
+			return s, apierr.New(apierr.PermissionDenied, v.NoAccountScope)
 		}
 		s.account = true
 	default:
-		return s, badRequest("scope must be key or account, got %q", v)
+		return s, badRequest("scope must be key or account, got %q", sc)
 	}
-	if v := q.Get("key_id"); v != "" {
+	if k := q.Get("key_id"); k != "" {
 		if !s.account {
 			return s, badRequest("key_id is only accepted with scope=account")
 		}
-		s.keyID = v
+		s.keyID = k
 	}
 	return s, nil
 }
@@ -267,10 +293,10 @@ type listParams struct {
 
 // parseList parses the list's parameters. A cursor overrides the window
 // (frozen on page 1) and must match the order.
-func parseList(q url.Values, key store.Key, now time.Time) (listParams, *apierr.Error) {
+func parseList(q url.Values, v Viewer, now time.Time) (listParams, *apierr.Error) {
 	var p listParams
 	var err *apierr.Error
-	if p.scope, err = parseScope(q, key); err != nil {
+	if p.scope, err = parseScope(q, v); err != nil {
 		return p, err
 	}
 	if p.filters, err = parseFilters(q); err != nil {
@@ -303,13 +329,13 @@ func parseList(q url.Values, key store.Key, now time.Time) (listParams, *apierr.
 
 // parseExport parses the export's parameters: the list's, without cursor;
 // limit and include do not apply.
-func parseExport(q url.Values, key store.Key, now time.Time) (listParams, *apierr.Error) {
+func parseExport(q url.Values, v Viewer, now time.Time) (listParams, *apierr.Error) {
 	var p listParams
 	var err *apierr.Error
 	if q.Get("cursor") != "" {
 		return p, badRequest("cursor is not accepted on the export; it always covers the whole window")
 	}
-	if p.scope, err = parseScope(q, key); err != nil {
+	if p.scope, err = parseScope(q, v); err != nil {
 		return p, err
 	}
 	if p.filters, err = parseFilters(q); err != nil {
@@ -324,13 +350,13 @@ func parseExport(q url.Values, key store.Key, now time.Time) (listParams, *apier
 
 // parseSummary parses the summary's parameters: scope and window only,
 // at most 365 days, widened to whole minutes (the cache's buckets).
-func parseSummary(q url.Values, key store.Key, now time.Time) (scope, window, *apierr.Error) {
+func parseSummary(q url.Values, v Viewer, now time.Time) (scope, window, *apierr.Error) {
 	for _, name := range rowFilterParams {
 		if q.Get(name) != "" {
 			return scope{}, window{}, badRequest("%s is a row filter and is not accepted on the summary", name)
 		}
 	}
-	s, err := parseScope(q, key)
+	s, err := parseScope(q, v)
 	if err != nil {
 		return s, window{}, err
 	}
@@ -356,9 +382,9 @@ func orderName(asc bool) string {
 }
 
 // query builds the store query of a list or export.
-func (p listParams) query(accountID, callerKeyID string) store.LogQuery {
+func (p listParams) query(v Viewer) store.LogQuery {
 	q := store.LogQuery{
-		AccountID:  accountID,
+		AccountID:  v.AccountID,
 		KeyID:      p.scope.keyID,
 		From:       p.window.from,
 		To:         p.window.to,
@@ -371,7 +397,7 @@ func (p listParams) query(accountID, callerKeyID string) store.LogQuery {
 		After:      p.after,
 	}
 	if !p.scope.account {
-		q.KeyID = callerKeyID
+		q.KeyID = v.KeyID
 	}
 	return q
 }

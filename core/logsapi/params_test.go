@@ -93,7 +93,7 @@ func TestParseScope(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			s, err := parseScope(mustQuery(t, tc.query), tc.key)
+			s, err := parseScope(mustQuery(t, tc.query), ViewerOf(tc.key))
 			if tc.wantStatus != 0 {
 				if err == nil || err.Status != tc.wantStatus {
 					t.Fatalf("err %v, want status %d", err, tc.wantStatus)
@@ -178,7 +178,7 @@ func TestParseFiltersOrderLimitInclude(t *testing.T) {
 	key := store.Key{ID: "k1", AccountID: "a1", Kind: store.KindConsole}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			p, err := parseList(mustQuery(t, tc.query), key, testNow)
+			p, err := parseList(mustQuery(t, tc.query), ViewerOf(key), testNow)
 			if tc.wantErr != "" {
 				if err == nil || err.Status != 400 || !strings.Contains(err.Message, tc.wantErr) {
 					t.Fatalf("err %v, want 400 containing %q", err, tc.wantErr)
@@ -205,7 +205,7 @@ func TestCursor(t *testing.T) {
 		}
 	})
 	t.Run("freezes the window", func(t *testing.T) {
-		p, err := parseList(mustQuery(t, "order=asc&period=7d&cursor="+enc), key, testNow)
+		p, err := parseList(mustQuery(t, "order=asc&period=7d&cursor="+enc), ViewerOf(key), testNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,14 +214,14 @@ func TestCursor(t *testing.T) {
 		}
 	})
 	t.Run("asc cursor with desc order is 400", func(t *testing.T) {
-		if _, err := parseList(mustQuery(t, "cursor="+enc), key, testNow); err == nil || err.Status != 400 {
+		if _, err := parseList(mustQuery(t, "cursor="+enc), ViewerOf(key), testNow); err == nil || err.Status != 400 {
 			t.Fatalf("err %v", err)
 		}
 	})
 	t.Run("desc cursor with asc order is 400", func(t *testing.T) {
 		d := c
 		d.Asc = false
-		if _, err := parseList(mustQuery(t, "order=asc&cursor="+d.encode()), key, testNow); err == nil || err.Status != 400 {
+		if _, err := parseList(mustQuery(t, "order=asc&cursor="+d.encode()), ViewerOf(key), testNow); err == nil || err.Status != 400 {
 			t.Fatalf("err %v", err)
 		}
 	})
@@ -240,7 +240,7 @@ func TestCursor(t *testing.T) {
 			if _, err := decodeCursor(tc.s); err == nil {
 				t.Fatal("accepted")
 			}
-			if _, err := parseList(mustQuery(t, "order=asc&cursor="+url.QueryEscape(tc.s)), key, testNow); err == nil || err.Status != 400 {
+			if _, err := parseList(mustQuery(t, "order=asc&cursor="+url.QueryEscape(tc.s)), ViewerOf(key), testNow); err == nil || err.Status != 400 {
 				t.Fatalf("err %v", err)
 			}
 		})
@@ -280,7 +280,7 @@ func TestParseSummary(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			_, w, err := parseSummary(mustQuery(t, tc.query), key, testNow)
+			_, w, err := parseSummary(mustQuery(t, tc.query), ViewerOf(key), testNow)
 			if tc.wantErr != "" {
 				if err == nil || err.Status != 400 || !strings.Contains(err.Message, tc.wantErr) {
 					t.Fatalf("err %v, want 400 containing %q", err, tc.wantErr)

@@ -8,8 +8,9 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// rowJSON is a usage-log row on the wire; pointers are the spec's nulls.
-type rowJSON struct {
+// Row is a usage-log row as the API answers it (and the console shows
+// it): redacted, pointers for the spec's nulls.
+type Row struct {
 	Object          string         `json:"object"`
 	ID              uint64         `json:"id"`
 	CreatedAt       string         `json:"created_at"`
@@ -33,10 +34,11 @@ type rowJSON struct {
 	ResultURLs      []string       `json:"result_urls"`
 	ResultExpiresAt *string        `json:"result_expires_at"`
 	AttemptsCount   *int           `json:"attempts_count"`
-	Attempts        *[]attemptJSON `json:"attempts,omitempty"`
+	Attempts        *[]Attempt     `json:"attempts,omitempty"`
 }
 
-type attemptJSON struct {
+// Attempt is a failed upstream attempt folded into a row.
+type Attempt struct {
 	Seq          int     `json:"seq"`
 	CreatedAt    string  `json:"created_at"`
 	LatencyMS    int64   `json:"latency_ms"`
@@ -66,12 +68,12 @@ func redactedNullable(r *redact.Redactor, s string) *string {
 	return &s
 }
 
-func toRowJSON(row *store.LogRow, withAttempts bool, red *redact.Redactor) rowJSON {
+func toRow(row *store.LogRow, withAttempts bool, red *redact.Redactor) Row {
 	submitted := row.SubmittedAt
 	if submitted.IsZero() {
 		submitted = row.CreatedAt
 	}
-	out := rowJSON{
+	out := Row{
 		Object:        "log",
 		ID:            row.ID,
 		CreatedAt:     formatTime(row.CreatedAt),
@@ -103,9 +105,9 @@ func toRowJSON(row *store.LogRow, withAttempts bool, red *redact.Redactor) rowJS
 		out.ResultExpiresAt = &s
 	}
 	if withAttempts {
-		atts := make([]attemptJSON, len(row.Attempts))
+		atts := make([]Attempt, len(row.Attempts))
 		for i, a := range row.Attempts {
-			atts[i] = attemptJSON{
+			atts[i] = Attempt{
 				Seq:          a.Seq,
 				CreatedAt:    formatTime(a.CreatedAt),
 				LatencyMS:    a.LatencyMS,
@@ -118,8 +120,8 @@ func toRowJSON(row *store.LogRow, withAttempts bool, red *redact.Redactor) rowJS
 	return out
 }
 
-// techJSON is the technical view of GET /v1/logs/{id}.
-type techJSON struct {
+// Tech is a row's technical view (GET /v1/logs/{id}).
+type Tech struct {
 	ID          uint64     `json:"id"`
 	Kind        *string    `json:"kind"`
 	Request     []store.KV `json:"request"`
@@ -128,10 +130,10 @@ type techJSON struct {
 	RequestNote *string    `json:"request_note"`
 }
 
-// toTechJSON renders row.Tech; its values go through the redactor like the
+// toTech renders row.Tech; its values go through the redactor like the
 // error fields, since the upstream group names channels and addresses.
-func toTechJSON(row *store.LogRow, red *redact.Redactor) techJSON {
-	out := techJSON{ID: row.ID, Request: []store.KV{}, Upstream: []store.KV{}, Gateway: []store.KV{}}
+func toTech(row *store.LogRow, red *redact.Redactor) Tech {
+	out := Tech{ID: row.ID, Request: []store.KV{}, Upstream: []store.KV{}, Gateway: []store.KV{}}
 	t := row.Tech
 	if t == nil {
 		return out

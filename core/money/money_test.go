@@ -311,6 +311,19 @@ func TestTotal(t *testing.T) {
 	if s := TotalOf(MustParse("0.25"), MustParse("-1.5")).String(); s != "-1.25" {
 		t.Fatalf("got %s", s)
 	}
+	// Adding totals is adding their amounts: across the 64-bit carry and
+	// with signs mixed.
+	for _, c := range [][2][]Nano{
+		{{Max, Max}, {Max, 7}},
+		{{Min, Min, -1}, {Max, Max, 1}},
+		{{MustParse("0.25")}, {MustParse("-1.5"), Min}},
+	} {
+		sum := TotalOf(c[0]...)
+		sum.AddTotal(TotalOf(c[1]...))
+		if want := TotalOf(append(append([]Nano{}, c[0]...), c[1]...)...); sum.Cmp(want) != 0 {
+			t.Fatalf("AddTotal %v + %v = %s, want %s", c[0], c[1], sum, want)
+		}
+	}
 }
 
 // A Total agrees with big-number sums.

@@ -85,3 +85,10 @@ func (t Total) String() string {
 func (t Total) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + t.String() + `"`), nil
 }
+
+// AddTotal adds u to the total.
+func (t *Total) AddTotal(u Total) {
+	var carry uint64
+	t.lo, carry = bits.Add64(t.lo, u.lo, 0)
+	t.hi += u.hi + int64(carry)
+}
