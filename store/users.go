@@ -78,7 +78,8 @@ type Users interface {
 	DeleteInvitation(ctx context.Context, id string) error
 	// AcceptInvitation creates u in the invitation's account with its role
 	// and removes the invitation, in one step: ErrNotFound when the
-	// invitation is unknown, used or expired at at; ErrExists when u's
+	// invitation is unknown, used, expired at at, or for another email
+	// than u's; ErrExists when u's
 	// email or id is taken (the invitation then stays). It returns the
 	// invitation, and u as stored.
 	AcceptInvitation(ctx context.Context, id string, u User, at time.Time) (Invitation, User, error)

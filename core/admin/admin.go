@@ -248,6 +248,12 @@ func notFound(w http.ResponseWriter) error {
 	return apierr.Newf(apierr.NotFound, "%s %q does not exist (%s %s)", what, rw.r.PathValue("id"), rw.r.Method, rw.r.URL.Path)
 }
 
+// Fail, Reply and Decode write an error, write an answer and read a body
+// the admin API's way, for the routes other packages mount with Handle.
+func Fail(w http.ResponseWriter, err error)          { fail(w, err) }
+func Reply(w http.ResponseWriter, status int, v any) { reply(w, status, v) }
+func Decode(r *http.Request, v any) error            { return decode(r, v) }
+
 func reply(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

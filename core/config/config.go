@@ -25,6 +25,8 @@ type Config struct {
 	Limits   Limits
 	Pipeline Pipeline
 	Accounts Accounts
+	// Console is the `console {}` block: the web console.
+	Console Console
 	// Telemetry is the `telemetry {}` block: OpenTelemetry traces.
 	Telemetry Telemetry
 	// Disabled names the channels written with `enabled = false`: checked
@@ -353,13 +355,45 @@ type Limits struct {
 	Concurrency int // requests in flight; 0 = unlimited
 }
 
-// Accounts is the `accounts {}` block: what a new account starts with.
+// Accounts is the `accounts {}` block: who may sign up in the console,
+// and what a new account starts with.
 type Accounts struct {
 	// SignupCredit is the credit of an account created without
-	// initial_credit (admin API) and of the demo account; default
-	// DefaultSignupCredit, the spec's trial credit.
+	// initial_credit (admin API), of an account made by sign-up and of
+	// the demo account; default DefaultSignupCredit, the spec's trial
+	// credit.
 	SignupCredit money.Nano
+	// Signup is who may sign up in the console: SignupOpen (signup =
+	// true: anyone, each sign-up a new account with SignupCredit),
+	// SignupInvite (signup = "invite": only with an invitation, joining
+	// the inviting account) or SignupClosed (signup = false, the default
+	// of a config file: people are added by the operator).
+	Signup string
 }
+
+// The accounts.signup modes.
+const (
+	SignupClosed = "closed"
+	SignupOpen   = "open"
+	SignupInvite = "invite"
+)
+
+// Console is the `console {}` block: the web console people sign into.
+// A config file without the block serves no console; the embedded
+// default serves it on the main listener.
+type Console struct {
+	// Enabled serves the console (a console block turns it on unless it
+	// says enabled = false).
+	Enabled bool
+	// Listen serves the console on its own address; empty (the default)
+	// serves it on the main listener under /console/.
+	Listen string
+	// SessionTTL is how long a sign-in lasts; default DefaultSessionTTL.
+	SessionTTL time.Duration
+}
+
+// DefaultSessionTTL is console.session_ttl when it is not written.
+const DefaultSessionTTL = 7 * 24 * time.Hour
 
 // DefaultSignupCredit is the spec's trial credit (121.32).
 var DefaultSignupCredit = money.MustParse("121.32")

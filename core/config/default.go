@@ -31,7 +31,8 @@ func Default(env func(string) string) *Config {
 		Server:   Server{Listen: DefaultListen, AllowPrivateURLs: true, DrainTimeout: DefaultDrainTimeout},
 		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
 		Limits:   Limits{RPM: 600, Concurrency: 64},
-		Accounts: Accounts{SignupCredit: DefaultSignupCredit},
+		Accounts: Accounts{SignupCredit: DefaultSignupCredit, Signup: SignupOpen},
+		Console:  Console{Enabled: true, SessionTTL: DefaultSessionTTL},
 		Models: []Model{
 			chatModel("sim-chat", 8192, 8192, DefaultModelTimeout, price("0.10", "0.40", "0.025", ""),
 				Caps{Tools: []string{"web_search", "image_generation"}, Vision: true}),

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -175,6 +176,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "pipeline"},
 	{Type: "stage", LabelNames: []string{"name"}},
 	{Type: "accounts"},
+	{Type: "console"},
 	{Type: "knowledge_base", LabelNames: []string{"id"}},
 	{Type: "telemetry"},
 }}
@@ -183,14 +185,15 @@ func (d *decoder) file(body hcl.Body) *Config {
 	cfg := &Config{
 		Server:   Server{Listen: DefaultListen, DrainTimeout: DefaultDrainTimeout},
 		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
-		Accounts: Accounts{SignupCredit: DefaultSignupCredit},
+		Accounts: Accounts{SignupCredit: DefaultSignupCredit, Signup: SignupClosed},
+		Console:  Console{SessionTTL: DefaultSessionTTL},
 	}
 	content := d.content(body, fileSchema, "")
 	byType := map[string][]*hcl.Block{}
 	for _, b := range content.Blocks {
 		byType[b.Type] = append(byType[b.Type], b)
 	}
-	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "telemetry"} {
+	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "console", "telemetry"} {
 		blocks := byType[typ]
 		for _, extra := range blocks[min(1, len(blocks)):] {
 			d.errorf(extra.DefRange, "", "duplicate %s block (the first is at %s)", typ, at(blocks[0].DefRange))
@@ -210,6 +213,9 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 	if b := first(byType["accounts"]); b != nil {
 		d.accounts(b, &cfg.Accounts)
+	}
+	if b := first(byType["console"]); b != nil {
+		d.console(b, &cfg.Console)
 	}
 	if b := first(byType["telemetry"]); b != nil {
 		d.telemetry(b, &cfg.Telemetry)
@@ -714,13 +720,31 @@ func (d *decoder) checkPrice(b *hcl.Block, c *hcl.BodyContent, priceBlock *hcl.B
 	}
 }
 
-var accountsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "signup_credit"}}}
+var accountsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "signup_credit"}, {Name: "signup"}}}
 
-// accounts reads `accounts { signup_credit = "121.32" }`.
+// accounts reads `accounts { signup = true, signup_credit = "121.32" }`.
 func (d *decoder) accounts(b *hcl.Block, a *Accounts) {
 	const where = "accounts"
 	c := d.content(b.Body, accountsSchema, where)
 	d.mark(Ref{Kind: "accounts"}, b.DefRange, c)
+	if at := c.Attributes["signup"]; at != nil {
+		if v, ok := d.value(at, where); ok {
+			switch {
+			case v.Type() == cty.Bool && v.True():
+				a.Signup = SignupOpen
+			case v.Type() == cty.Bool:
+				a.Signup = SignupClosed
+			case v.Type() == cty.String && v.AsString() == "invite":
+				a.Signup = SignupInvite
+			default:
+				got := friendly(v)
+				if v.Type() == cty.String {
+					got = strconv.Quote(v.AsString())
+				}
+				d.errorf(at.Expr.Range(), where, "signup: want true (anyone may sign up), false (only the operator adds people) or \"invite\" (only with an invitation); got %s", got)
+			}
+		}
+	}
 	if at := c.Attributes["signup_credit"]; at != nil {
 		if n, ok := d.amount(at, where); ok {
 			if n < 0 {
@@ -728,6 +752,31 @@ func (d *decoder) accounts(b *hcl.Block, a *Accounts) {
 			} else {
 				a.SignupCredit = n
 			}
+		}
+	}
+}
+
+var consoleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "enabled"}, {Name: "listen"}, {Name: "session_ttl"},
+}}
+
+// console reads `console { enabled, listen, session_ttl }`: the block
+// turns the console on unless it says enabled = false.
+func (d *decoder) console(b *hcl.Block, c *Console) {
+	const where = "console"
+	content := d.content(b.Body, consoleSchema, where)
+	d.mark(Ref{Kind: "console"}, b.DefRange, content)
+	c.Enabled = true
+	d.boolean(content.Attributes["enabled"], where, &c.Enabled)
+	if a := content.Attributes["listen"]; a != nil && d.str(a, where, &c.Listen) && c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			d.errorf(a.Expr.Range(), where, "listen: %q is not host:port (%v)", c.Listen, err)
+		}
+	}
+	if a := content.Attributes["session_ttl"]; a != nil {
+		d.duration(a, where, &c.SessionTTL)
+		if c.SessionTTL < time.Minute {
+			d.errorf(a.Expr.Range(), where, "session_ttl: %s is too short for a person to use the console; give at least \"1m\" (default \"168h\")", c.SessionTTL)
 		}
 	}
 }

@@ -189,7 +189,22 @@ func Render(c *Config) string {
 	l.SetAttributeValue("rpm", cty.NumberIntVal(int64(c.Limits.RPM)))
 	l.SetAttributeValue("concurrency", cty.NumberIntVal(int64(c.Limits.Concurrency)))
 	root.AppendNewline()
-	root.AppendNewBlock("accounts", nil).Body().SetAttributeValue("signup_credit", cty.StringVal(c.Accounts.SignupCredit.String()))
+	ab := root.AppendNewBlock("accounts", nil).Body()
+	switch c.Accounts.Signup {
+	case SignupOpen:
+		ab.SetAttributeValue("signup", cty.True)
+	case SignupInvite:
+		ab.SetAttributeValue("signup", cty.StringVal("invite"))
+	}
+	ab.SetAttributeValue("signup_credit", cty.StringVal(c.Accounts.SignupCredit.String()))
+	if cn := c.Console; cn.Enabled {
+		root.AppendNewline()
+		cb := root.AppendNewBlock("console", nil).Body()
+		setStr(cb, "listen", cn.Listen)
+		if cn.SessionTTL != DefaultSessionTTL {
+			cb.SetAttributeValue("session_ttl", cty.StringVal(cn.SessionTTL.String()))
+		}
+	}
 	if len(c.Pipeline.Stages) > 0 {
 		root.AppendNewline()
 		setList(root.AppendNewBlock("pipeline", nil).Body(), "stages", c.Pipeline.Stages)

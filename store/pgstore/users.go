@@ -208,7 +208,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, id string, u store.User, a
 		if err != nil {
 			return err
 		}
-		if !at.Before(inv.ExpiresAt) {
+		if !at.Before(inv.ExpiresAt) || (inv.Email != "" && inv.Email != u.Email) {
 			return store.ErrNotFound
 		}
 		u.AccountID, u.Role = inv.AccountID, inv.Role

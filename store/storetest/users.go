@@ -153,11 +153,15 @@ func testInvitations(t *testing.T, s store.Store) {
 	_, _, err = s.AcceptInvitation(ctx, "inv-1", user("a", "u-2", 6), t0.Add(time.Hour))
 	mustIs(t, "accept twice", err, store.ErrNotFound)
 
+	// For another email than the invitation's: refused.
+	_, _, err = s.AcceptInvitation(ctx, "inv-2", user("a", "u-6", 7), t0)
+	mustIs(t, "accept for another email", err, store.ErrNotFound)
 	// Expired: refused, and it stays until deleted.
-	_, _, err = s.AcceptInvitation(ctx, "inv-2", user("a", "u-3", 7), i2.ExpiresAt)
+	_, _, err = s.AcceptInvitation(ctx, "inv-2", withEmail(user("a", "u-3", 7), i2.Email), i2.ExpiresAt)
 	mustIs(t, "accept expired", err, store.ErrNotFound)
 	// A taken email: refused, the invitation stays.
-	_, _, err = s.AcceptInvitation(ctx, "inv-2", withEmail(user("a", "u-4", 8), "u-1@example.com"), t0)
+	mustNil(t, "taker", s.CreateUser(ctx, withEmail(user("b", "u-7", 8), i2.Email)))
+	_, _, err = s.AcceptInvitation(ctx, "inv-2", withEmail(user("a", "u-4", 8), i2.Email), t0)
 	mustIs(t, "accept with a taken email", err, store.ErrExists)
 	list, err = s.ListInvitations(ctx, "a")
 	mustNil(t, "list after", err)
