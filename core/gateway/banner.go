@@ -30,6 +30,9 @@ type banner struct {
 	plugins   []string
 	scheme    string      // http, or https with TLS
 	extra     [][2]string // more listeners: label, what
+	// console is the web console's address on its own listener; "" when
+	// it is on the main one (or off).
+	console string
 
 	demoFirst  *demoKeyShown // the demo account was made now
 	demoAcct   string        // an existing demo account's id
@@ -85,6 +88,17 @@ func (b *banner) demo(ctx context.Context, st store.Store, svc *admin.Service) e
 	return nil
 }
 
+// signupLine says how people get into the console.
+func (b *banner) signupLine() string {
+	switch b.cfg.Accounts.Signup {
+	case config.SignupOpen:
+		return "sign up there: a new account holds " + b.cfg.Accounts.SignupCredit.String() + " credits"
+	case config.SignupInvite:
+		return "sign-up by invitation; tollgate admin user create adds people"
+	}
+	return "tollgate admin user create adds people"
+}
+
 // reach is the address this machine reaches the gateway at: the bound
 // one, or loopback when it listens on every interface.
 func (b *banner) reach() string {
@@ -115,6 +129,13 @@ func (b *banner) print(out io.Writer) {
 		fmt.Fprintf(tw, "%s:\t%s\n", f.name, strings.Join(f.models, ", "))
 	}
 	fmt.Fprintf(tw, "knowledge:\tGET /api/v1/ext/wiki/search?q=..., MCP at POST /mcp (any key of the account)\n")
+	if c := b.cfg.Console; c.Enabled {
+		at := b.scheme + "://" + b.reach() + "/console/"
+		if b.console != "" {
+			at = b.scheme + "://" + b.console + "/console/"
+		}
+		fmt.Fprintf(tw, "console:\t%s (%s)\n", at, b.signupLine())
+	}
 	for _, e := range b.extra {
 		fmt.Fprintf(tw, "%s\t%s\n", e[0], e[1])
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/tasks"
 	"github.com/tollgate-gw/tollgate/core/tlsserve"
 	"github.com/tollgate-gw/tollgate/core/tracing"
+	"github.com/tollgate-gw/tollgate/core/users"
 	"github.com/tollgate-gw/tollgate/docs"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
@@ -70,6 +71,7 @@ type Gateway struct {
 	store     store.Store
 	master    []byte
 	svc       *admin.Service
+	users     *users.Service
 	token     string
 	tokenFrom tokenSource
 	plugins   *host.Host
@@ -98,6 +100,9 @@ type Gateway struct {
 	metrics  *metrics.Metrics
 	tls      *tlsserve.TLS
 	draining atomic.Bool
+	// addr is the main listener's address once bound (the console's
+	// examples name it when the console has a listener of its own).
+	addr atomic.Pointer[string]
 
 	cleanups []func() error
 }
@@ -210,6 +215,8 @@ func (g *Gateway) provisionKeys(context.Context) error {
 	}
 	g.master = master
 	g.svc = admin.NewService(g.store, sealer, g.now, g.cfg.Accounts.SignupCredit)
+	g.users = users.New(users.Options{Store: g.store, Admin: g.svc, Signup: g.cfg.Accounts.Signup,
+		SessionTTL: g.cfg.Console.SessionTTL, Now: g.now, Logger: g.log.Named("users")})
 	g.token, g.tokenFrom, err = adminToken(g.cfg, g.cfg.Store.Dir)
 	return err
 }
@@ -293,6 +300,9 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	for _, rt := range g.kbAPI.AdminRoutes() {
 		adm.Handle(rt.Pattern, rt.Handler)
 	}
+	for _, rt := range g.users.AdminRoutes() {
+		adm.Handle(rt.Pattern, rt.Handler)
+	}
 	g.admin = adm
 	g.finisher = &lateFinisher{}
 	specs := map[string]*vendor.FamilySpec{}
@@ -334,6 +344,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		return err
 	}
 	addr := ln.Addr().String()
+	g.addr.Store(&addr)
 	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames(), scheme: "http"}
 	if err := b.demo(ctx, g.store, g.svc); err != nil {
 		ln.Close()
@@ -364,6 +375,9 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	defer func() { stopBG(); g.engine.Wait() }()
 	go g.files.Run(bg)
 	go g.kb.Run(bg) // follows page changes other instances make
+	if cfg.Console.Enabled {
+		go g.users.Sweep(bg, time.Hour)
+	}
 
 	hs := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}

@@ -31,6 +31,8 @@ type generation struct {
 	chains   *pipeline.Chains
 	finisher tasks.Finisher
 	handler  http.Handler
+	// console is the web console when it has a listener of its own.
+	console http.Handler
 
 	inflight atomic.Int64 // requests being served on it
 }
@@ -61,12 +63,20 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 		return nil, err
 	}
 	logs := logsapi.New(g.store, g.logLimit, g.now, g.log.Named("logs"), logsapi.WithRedactor(red))
-	srv := server.New(server.Options{
+	con, err := g.console(cfg, logs)
+	if err != nil {
+		return nil, err
+	}
+	o := server.Options{
 		Config: cfg, Store: g.store, Chains: chains, Logger: g.log, Now: g.now,
 		Vendors: vendors, Families: families, Logs: logs.Serve, Billing: g.billing.Serve,
 		Admin: g.admin, Files: g.files.Handler(), TLSDomains: g.tls.Domains(), Knowledge: g.kbAPI.Routes(),
 		Healthz: http.HandlerFunc(g.serveHealthz), Readyz: http.HandlerFunc(g.serveReadyz),
-	})
+	}
+	if con != nil && cfg.Console.Listen == "" {
+		o.Console = con
+	}
+	srv := server.New(o)
 	var h http.Handler = srv
 	if g.tracing != nil {
 		mux := srv.Routes()
@@ -75,10 +85,14 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 			return pattern
 		})
 	}
-	return &generation{
+	gen := &generation{
 		cfg: cfg, vendors: vendors, jobs: jobs, families: families, specs: specs, chains: chains,
 		finisher: pipeline.NewTaskFinisher(chains, deps, specs), handler: h,
-	}, nil
+	}
+	if con != nil && cfg.Console.Listen != "" {
+		gen.console = con
+	}
+	return gen, nil
 }
 
 // ServeHTTP serves r on the current generation.

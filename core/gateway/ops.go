@@ -94,8 +94,8 @@ func listen(addr, what, where string) (net.Listener, error) {
 // sideServers are the listeners beside the API: plain HTTP (ACME
 // challenges and the redirect to HTTPS) and /metrics.
 type sideServers struct {
-	httpSrv, metricsSrv *http.Server
-	httpLn, metricsLn   net.Listener
+	httpSrv, metricsSrv, consoleSrv *http.Server
+	httpLn, metricsLn, consoleLn    net.Listener
 }
 
 func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error) {
@@ -122,6 +122,18 @@ func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error)
 		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 		b.extra = append(b.extra, [2]string{"metrics:", "http://" + ln.Addr().String() + "/metrics"})
 	}
+	if g.cfg.Console.Enabled && g.cfg.Console.Listen != "" {
+		ln, err := listen(g.cfg.Console.Listen, "console listen", "console { listen }")
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.consoleLn, s.consoleSrv = ln, g.consoleServer()
+		b.console = ln.Addr().String()
+		if g.tls != nil {
+			s.consoleSrv.TLSConfig = g.tls.Config()
+		}
+	}
 	return s, nil
 }
 
@@ -132,15 +144,31 @@ func (s *sideServers) serve(errc chan<- error) {
 	if s.metricsSrv != nil {
 		go func() { _ = s.metricsSrv.Serve(s.metricsLn) }() // a scrape failing is not the gateway failing
 	}
+	if s.consoleSrv != nil {
+		go func() {
+			var err error
+			if s.consoleSrv.TLSConfig != nil {
+				err = s.consoleSrv.ServeTLS(s.consoleLn, "", "")
+			} else {
+				err = s.consoleSrv.Serve(s.consoleLn)
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		}()
+	}
 }
 
 func (s *sideServers) close() {
-	for _, srv := range []*http.Server{s.httpSrv, s.metricsSrv} {
+	for _, srv := range []*http.Server{s.httpSrv, s.metricsSrv, s.consoleSrv} {
 		if srv != nil {
 			_ = srv.Close()
 		}
 	}
-	for _, ln := range []net.Listener{s.httpLn, s.metricsLn} {
+	for _, ln := range []net.Listener{s.httpLn, s.metricsLn, s.consoleLn} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -162,8 +190,10 @@ func (g *Gateway) drain(hs *http.Server, side *sideServers) {
 	g.log.Info("draining: no new calls; calls under way may finish", "drain_timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if side.httpSrv != nil {
-		go func() { _ = side.httpSrv.Shutdown(ctx) }()
+	for _, srv := range []*http.Server{side.httpSrv, side.consoleSrv} {
+		if srv != nil {
+			go func() { _ = srv.Shutdown(ctx) }()
+		}
 	}
 	if err := hs.Shutdown(ctx); err != nil {
 		g.log.Warn("calls still under way at drain_timeout; cutting them", "in_flight", g.gen.Load().inflight.Load())

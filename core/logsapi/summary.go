@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -107,15 +109,23 @@ func (c *StatusCounts) merge(u *StatusCounts) {
 }
 
 // Summary answers the summary of v's rows with the parameters of GET
-// /v1/logs/summary, from the cache when a request for the same scope and
-// minute-aligned window was answered within summaryTTL.
+// /v1/logs/summary, as the API does: from the cache when a request for the
+// same scope and minute-aligned window was answered within summaryTTL.
 func (h *Handler) Summary(ctx context.Context, v Viewer, params url.Values) (*Summary, *apierr.Error) {
-	sum, _, err := h.summary(ctx, v, params)
+	sum, _, err := h.summary(ctx, v, params, true)
+	return sum, err
+}
+
+// SummaryNow is Summary computed now, past the summary cache (closed days
+// still come from the day cache): what a person who just made a call
+// expects to see.
+func (h *Handler) SummaryNow(ctx context.Context, v Viewer, params url.Values) (*Summary, *apierr.Error) {
+	sum, _, err := h.summary(ctx, v, params, false)
 	return sum, err
 }
 
 // summary is Summary with the answer's JSON, which the cache keeps too.
-func (h *Handler) summary(ctx context.Context, v Viewer, params url.Values) (*Summary, []byte, *apierr.Error) {
+func (h *Handler) summary(ctx context.Context, v Viewer, params url.Values, cached bool) (*Summary, []byte, *apierr.Error) {
 	s, win, aerr := parseSummary(params, v, h.now())
 	if aerr != nil {
 		return nil, nil, aerr
@@ -126,12 +136,15 @@ func (h *Handler) summary(ctx context.Context, v Viewer, params url.Values) (*Su
 	}
 	ck := summaryKey(q, s.name())
 	now := h.now()
-	if e, ok := h.cache.get(ck, now); ok {
+	if e, ok := h.cache.get(ck, now); ok && cached {
 		return e.sum, e.body, nil
 	}
 	sum, err := h.summarize(ctx, q, s, win)
 	if err != nil {
 		return nil, nil, apierr.Internal(err)
+	}
+	if !cached {
+		return sum, nil, nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -144,7 +157,7 @@ func (h *Handler) summary(ctx context.Context, v Viewer, params url.Values) (*Su
 }
 
 func (h *Handler) serveSummary(w http.ResponseWriter, r *http.Request, v Viewer) {
-	_, body, err := h.summary(r.Context(), v, r.URL.Query())
+	_, body, err := h.summary(r.Context(), v, r.URL.Query(), true)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -308,9 +321,15 @@ func (h *Handler) summarize(ctx context.Context, q store.LogQuery, s scope, win 
 	for _, m := range t.models {
 		out.ByModel = append(out.ByModel, *m)
 	}
-	// Most expensive first; requests, then the id, break ties.
-	sort.Slice(out.ByModel, func(i, j int) bool {
-		a, b := out.ByModel[i], out.ByModel[j]
+	sortModels(out.ByModel)
+	return out, nil
+}
+
+// sortModels puts the most expensive first; requests, then the id, break
+// ties.
+func sortModels(ms []ModelTotal) {
+	sort.Slice(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
 		if c := a.Cost.Cmp(b.Cost); c != 0 {
 			return c > 0
 		}
@@ -319,7 +338,6 @@ func (h *Handler) summarize(ctx context.Context, q store.LogQuery, s scope, win 
 		}
 		return a.Model < b.Model
 	})
-	return out, nil
 }
 
 // dayTally is the tally of one closed UTC day of q's scope.
@@ -415,3 +433,47 @@ type cacheEntry struct {
 type summaryCache = ttlCache[string, cacheEntry]
 
 func newSummaryCache(n int) *summaryCache { return newTTLCache[string, cacheEntry](summaryTTL, n) }
+
+// Clone is a copy of s that Add may change (summaries the cache serves
+// are shared).
+func (s *Summary) Clone() *Summary {
+	c := *s
+	c.ByDay = slices.Clone(s.ByDay)
+	c.ByModel = slices.Clone(s.ByModel)
+	c.DayCosts = make([]map[string]money.Total, len(s.DayCosts))
+	for i, m := range s.DayCosts {
+		c.DayCosts[i] = maps.Clone(m)
+	}
+	return &c
+}
+
+// Add adds o, a summary of the same window (another key's), to s, a
+// Clone: what a person whose view is several keys sees.
+func (s *Summary) Add(o *Summary) {
+	s.Total.merge(&o.Total)
+	s.StatusCounts.merge(&o.StatusCounts)
+	for i := range s.ByDay {
+		if i >= len(o.ByDay) || o.ByDay[i].Date != s.ByDay[i].Date {
+			break
+		}
+		s.ByDay[i].merge(&o.ByDay[i].Total)
+		if i < len(s.DayCosts) && i < len(o.DayCosts) {
+			for id, oc := range o.DayCosts[i] {
+				c := s.DayCosts[i][id]
+				c.AddTotal(oc)
+				s.DayCosts[i][id] = c
+			}
+		}
+	}
+	for _, om := range o.ByModel {
+		j := slices.IndexFunc(s.ByModel, func(m ModelTotal) bool { return m.Model == om.Model })
+		if j < 0 {
+			s.ByModel = append(s.ByModel, om)
+			continue
+		}
+		s.ByModel[j].Requests += om.Requests
+		s.ByModel[j].Cost.AddTotal(om.Cost)
+		s.ByModel[j].TotalTokens += om.TotalTokens
+	}
+	sortModels(s.ByModel)
+}

@@ -63,8 +63,9 @@ type Options struct {
 	Families []*vendor.FamilySpec
 	// Logs serves /v1/logs*, Billing /v1/dashboard/billing/*; both optional.
 	Logs, Billing KeyHandler
-	// Admin is mounted at /admin/v1/ when set; Files at /files/.
-	Admin, Files http.Handler
+	// Admin is mounted at /admin/v1/ when set; Files at /files/; Console
+	// (the web console, on the main listener) at /console/.
+	Admin, Files, Console http.Handler
 	// TLSDomains are the domains served over TLS (links to hosted files
 	// use the first when no public_url is set).
 	TLSDomains []string
@@ -131,6 +132,11 @@ func New(o Options) *Server {
 	if o.Admin != nil {
 		s.mux.Handle("/admin/v1/", o.Admin)
 	}
+	home := "Tollgate is running. See /v1/models.\n"
+	if o.Console != nil {
+		s.mux.Handle("/console/", o.Console)
+		home = "Tollgate is running. See /v1/models; people sign in at /console/.\n"
+	}
 	if o.Healthz != nil {
 		s.handle(http.MethodGet, "/healthz", "", o.Healthz.ServeHTTP)
 	}
@@ -140,7 +146,7 @@ func New(o Options) *Server {
 	s.handle(http.MethodHead, "/{$}", "", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.handle(http.MethodGet, "/{$}", "", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "Tollgate is running. See /v1/models.\n")
+		_, _ = io.WriteString(w, home)
 	})
 	return s
 }
