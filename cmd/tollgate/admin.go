@@ -38,7 +38,7 @@ func adminCommand() *cli.Command {
 	}
 	cmd := &cli.Command{
 		Name:  "admin",
-		Usage: "manage accounts, credits, keys and agents through the admin API",
+		Usage: "manage accounts, credits, keys, agents and console users through the admin API",
 		Flags: adminGlobalFlags(true),
 		Subcommands: []*cli.Command{
 			{
@@ -109,6 +109,7 @@ func adminCommand() *cli.Command {
 		},
 	}
 	cmd.Subcommands = append(cmd.Subcommands, adminAgentCommands()...)
+	cmd.Subcommands = append(cmd.Subcommands, adminUserCommands()...)
 	addGlobalFlags(cmd.Subcommands)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
 )
@@ -67,6 +68,26 @@ func TestPriceRefusals(t *testing.T) {
 			want: `t.hcl:1,28-34: accounts: signup_credit: invalid amount "lots"`,
 		},
 		{
+			desc: "signup neither a bool nor invite",
+			src:  `accounts { signup = "yes" }`,
+			want: `t.hcl:1,21-26: accounts: signup: want true (anyone may sign up), false (only the operator adds people) or "invite" (only with an invitation); got "yes"`,
+		},
+		{
+			desc: "console listen not host:port",
+			src:  `console { listen = "8081" }`,
+			want: `t.hcl:1,20-26: console: listen: "8081" is not host:port (address 8081: missing port in address)`,
+		},
+		{
+			desc: "console session too short",
+			src:  `console { session_ttl = "5s" }`,
+			want: `t.hcl:1,25-29: console: session_ttl: 5s is too short for a person to use the console; give at least "1m" (default "168h")`,
+		},
+		{
+			desc: "two console blocks",
+			src:  "console {}\nconsole {}",
+			want: `t.hcl:2,1-8: duplicate console block (the first is at t.hcl:1)`,
+		},
+		{
 			desc: "two accounts blocks",
 			src:  "accounts {}\naccounts {}",
 			want: `t.hcl:2,1-9: duplicate accounts block (the first is at t.hcl:1)`,
@@ -124,6 +145,40 @@ accounts {
 	}
 	if d := Default(func(string) string { return "" }); d.Accounts.SignupCredit != DefaultSignupCredit {
 		t.Errorf("embedded default signup credit %v", d.Accounts.SignupCredit)
+	}
+}
+
+// The console is off in a file without its block, on with one; sign-up
+// is closed unless the file opens it.
+func TestConsoleAndSignup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc    string
+		src     string
+		console Console
+		signup  string
+	}{
+		{"no blocks", ``, Console{SessionTTL: DefaultSessionTTL}, SignupClosed},
+		{"an empty console block", `console {}`, Console{Enabled: true, SessionTTL: DefaultSessionTTL}, SignupClosed},
+		{"turned off", `console { enabled = false }`, Console{SessionTTL: DefaultSessionTTL}, SignupClosed},
+		{"its own listener", `console {
+  listen      = "127.0.0.1:8081"
+  session_ttl = "12h"
+}
+accounts { signup = true }`, Console{Enabled: true, Listen: "127.0.0.1:8081", SessionTTL: 12 * time.Hour}, SignupOpen},
+		{"invitations", `accounts { signup = "invite" }`, Console{SessionTTL: DefaultSessionTTL}, SignupInvite},
+		{"closed", `accounts { signup = false }`, Console{SessionTTL: DefaultSessionTTL}, SignupClosed},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := mustParse(t, tc.src)
+			if cfg.Console != tc.console || cfg.Accounts.Signup != tc.signup {
+				t.Errorf("console %+v, signup %q; want %+v, %q", cfg.Console, cfg.Accounts.Signup, tc.console, tc.signup)
+			}
+		})
+	}
+	d := Default(func(string) string { return "" })
+	if !d.Console.Enabled || d.Console.Listen != "" || d.Accounts.Signup != SignupOpen {
+		t.Errorf("the embedded default: console %+v, signup %q; want the console on the main listener, sign-up open", d.Console, d.Accounts.Signup)
 	}
 }
 

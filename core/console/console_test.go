@@ -2,10 +2,7 @@ package console
 
 import (
 	"context"
-	"html"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -23,6 +20,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/logsapi"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/users"
+	"github.com/tollgate-gw/tollgate/internal/testgw"
 	"github.com/tollgate-gw/tollgate/store"
 	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
@@ -72,64 +70,32 @@ func newFixture(t *testing.T, signup string) *fixture {
 	return f
 }
 
-// browser is a client with cookies that does not follow redirects.
-type browser struct {
-	f    *fixture
-	hc   *http.Client
-	csrf string
+func (f *fixture) browser() *testgw.ConsoleClient { return testgw.NewConsoleClient(f.srv.URL) }
+
+func signUp(t *testing.T, b *testgw.ConsoleClient, email string) {
+	t.Helper()
+	if err := b.SignUp(email, "a long password", ""); err != nil {
+		t.Fatalf("sign up %s: %v", email, err)
+	}
 }
 
-func (f *fixture) browser() *browser {
-	jar, _ := cookiejar.New(nil)
-	return &browser{f: f, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}}
-}
-
-var csrfRe = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
-
-func (b *browser) get(path string) (int, string) {
-	b.f.t.Helper()
-	resp, err := b.hc.Get(b.f.srv.URL + path)
+// get and post are the client's calls, failing the test on a transport error.
+func get(t *testing.T, b *testgw.ConsoleClient, path string) (int, string) {
+	t.Helper()
+	st, body, err := b.Get(path)
 	if err != nil {
-		b.f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if m := csrfRe.FindSubmatch(body); m != nil {
-		b.csrf = html.UnescapeString(string(m[1]))
-	}
-	return resp.StatusCode, string(body)
+	return st, body
 }
 
-func (b *browser) post(path string, form url.Values) (int, string, http.Header) {
-	b.f.t.Helper()
-	if form == nil {
-		form = url.Values{}
-	}
-	if !form.Has("_csrf") {
-		form.Set("_csrf", b.csrf)
-	}
-	resp, err := b.hc.PostForm(b.f.srv.URL+path, form)
+func post(t *testing.T, b *testgw.ConsoleClient, path string, form url.Values) (int, string, http.Header) {
+	t.Helper()
+	st, body, h, err := b.Post(path, form)
 	if err != nil {
-		b.f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), resp.Header
-}
-
-func (b *browser) signUp(email string) {
-	b.f.t.Helper()
-	b.get("/console/signup")
-	st, body, h := b.post("/console/signup", url.Values{"email": {email}, "password": {"a long password"}, "password2": {"a long password"}})
-	if st != http.StatusSeeOther {
-		b.f.t.Fatalf("sign up: %d %s", st, body)
-	}
-	if h.Get("Location") != "/console/?welcome=1" {
-		b.f.t.Fatalf("sign up sent to %q", h.Get("Location"))
-	}
-	b.get("/console/")
+	return st, body, h
 }
 
 func want(t *testing.T, what, body string, parts ...string) {
@@ -144,17 +110,17 @@ func want(t *testing.T, what, body string, parts ...string) {
 func TestEveryPageRenders(t *testing.T) {
 	f := newFixture(t, config.SignupOpen)
 	b := f.browser()
-	if st, _ := b.get("/console/"); st != http.StatusSeeOther {
+	if st, _ := get(t, b, "/console/"); st != http.StatusSeeOther {
 		t.Fatalf("the overview without a session: %d", st)
 	}
-	b.signUp("ada@example.com")
-	st, body := b.get("/console/")
+	signUp(t, b, "ada@example.com")
+	st, body := get(t, b, "/console/")
 	if st != 200 {
 		t.Fatalf("overview: %d", st)
 	}
 	want(t, "overview", body, "121.32", "Last 30 days", "No calls yet")
 
-	st, body, _ = b.post("/console/keys", url.Values{"name": {"laptop"}, "models": {"only"}, "model": {"sim-chat", "gpt-4o-mini"}, "expiry": {"30d"}})
+	st, body, _ = post(t, b, "/console/keys", url.Values{"name": {"laptop"}, "models": {"only"}, "model": {"sim-chat", "gpt-4o-mini"}, "expiry": {"30d"}})
 	if st != http.StatusCreated {
 		t.Fatalf("create key: %d %s", st, body)
 	}
@@ -188,13 +154,13 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/console/account", []string{"Sign out everywhere", "this browser"}},
 		{"/console/keys/" + k.ID + "/reveal", []string{"Type your password again"}},
 	} {
-		st, body := b.get(c.path)
+		st, body := get(t, b, c.path)
 		if st != 200 {
 			t.Fatalf("%s: %d\n%s", c.path, st, body)
 		}
 		want(t, c.path, body, c.parts...)
 	}
-	st, body = b.get("/console/logs/" + strconv.FormatUint(row.ID, 10))
+	st, body = get(t, b, "/console/logs/" + strconv.FormatUint(row.ID, 10))
 	if st != 200 {
 		t.Fatalf("technical view: %d %s", st, body)
 	}
@@ -204,10 +170,10 @@ func TestEveryPageRenders(t *testing.T) {
 func TestCSRF(t *testing.T) {
 	f := newFixture(t, config.SignupOpen)
 	b := f.browser()
-	b.signUp("ada@example.com")
-	b.get("/console/keys")
+	signUp(t, b, "ada@example.com")
+	get(t, b, "/console/keys")
 	for _, tok := range []string{"", "forged"} {
-		st, body, _ := b.post("/console/keys", url.Values{"name": {"x"}, "_csrf": {tok}})
+		st, body, _ := post(t, b, "/console/keys", url.Values{"name": {"x"}, "_csrf": {tok}})
 		if st != http.StatusForbidden || !strings.Contains(body, "security token") {
 			t.Fatalf("a form with token %q: %d %s", tok, st, body)
 		}
@@ -218,8 +184,162 @@ func TestCSRF(t *testing.T) {
 	}
 	// The sign-in form too: a token bound to its own cookie.
 	other := f.browser()
-	st, _, _ := other.post("/console/signin", url.Values{"email": {"ada@example.com"}, "password": {"a long password"}, "_csrf": {b.csrf}})
+	st, _, _ := post(t, other, "/console/signin", url.Values{"email": {"ada@example.com"}, "password": {"a long password"}, "_csrf": {b.CSRF}})
 	if st != http.StatusForbidden {
 		t.Fatalf("sign-in with another browser's token: %d", st)
+	}
+}
+
+var invitationRe = regexp.MustCompile(`invitation=([A-Za-z0-9_-]+)`)
+
+// invite makes an invitation on the members page and returns its token.
+func invite(t *testing.T, owner *testgw.ConsoleClient, role string) string {
+	t.Helper()
+	get(t, owner, "/console/members")
+	st, body, _ := post(t, owner, "/console/members", url.Values{"role": {role}})
+	m := invitationRe.FindStringSubmatch(body)
+	if st != http.StatusCreated || m == nil {
+		t.Fatalf("invite %s: %d\n%s", role, st, body)
+	}
+	return m[1]
+}
+
+func joined(t *testing.T, f *fixture, email, token string) *testgw.ConsoleClient {
+	t.Helper()
+	b := f.browser()
+	if err := b.SignUp(email, "a long password", token); err != nil {
+		t.Fatalf("%s joins: %v", email, err)
+	}
+	get(t, b, "/console/")
+	return b
+}
+
+// TestRolesAndAgents: an owner invites an admin and a member; the member
+// manages only their own keys and may not see members or billing; the
+// admin runs agents (issuing a capped key, approving the member's request,
+// the key then the member's own).
+func TestRolesAndAgents(t *testing.T) {
+	f := newFixture(t, config.SignupOpen)
+	ctx := t.Context()
+	owner := f.browser()
+	signUp(t, owner, "owner@example.com")
+	get(t, owner, "/console/")
+	admin := joined(t, f, "admin@example.com", invite(t, owner, store.RoleAdmin))
+	member := joined(t, f, "member@example.com", invite(t, owner, store.RoleMember))
+
+	get(t, member, "/console/keys")
+	st, body, _ := post(t, member, "/console/keys", url.Values{"name": {"member key"}})
+	if st != http.StatusCreated {
+		t.Fatalf("member creates a key: %d %s", st, body)
+	}
+	mu, _ := f.st.UserByEmail(ctx, "member@example.com")
+	ks, _ := f.st.ListKeys(ctx, mu.AccountID)
+	if len(ks) != 1 || ks[0].UserID != mu.ID {
+		t.Fatalf("the member's key: %+v", ks)
+	}
+	for _, path := range []string{"/console/members", "/console/billing"} {
+		if st, _ := get(t, member, path); st != http.StatusForbidden {
+			t.Fatalf("a member opens %s: %d", path, st)
+		}
+	}
+	get(t, member, "/console/keys")
+	if st, _, _ := post(t, member, "/console/keys/"+ks[0].ID+"/logs-scope", url.Values{"on": {"true"}}); st != http.StatusForbidden {
+		t.Fatalf("a member turns on account-wide logs: %d", st)
+	}
+	if st, _, _ := post(t, member, "/console/keys/"+ks[0].ID+"/disable", nil); st != http.StatusSeeOther {
+		t.Fatalf("a member disables their key: %d", st)
+	}
+	if st, _ := get(t, member, "/console/agents"); st != 200 {
+		t.Fatalf("a member opens the agents: %d", st)
+	}
+	if st, _, _ := post(t, member, "/console/agents", url.Values{"name": {"x"}, "model": {"sim-chat"}}); st != http.StatusForbidden {
+		t.Fatalf("a member creates an agent: %d", st)
+	}
+
+	// The admin makes an agent and issues a capped key.
+	get(t, admin, "/console/agents")
+	st, _, h := post(t, admin, "/console/agents", url.Values{"name": {"Help desk"}, "model": {"sim-chat"},
+		"system_prompt": {"You help."}, "temperature": {"0.2"}, "kb": {}, "published": {"on"}})
+	if st != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/console/agents/agt_") {
+		t.Fatalf("create agent: %d %s", st, h.Get("Location"))
+	}
+	agentPath := strings.TrimSuffix(h.Get("Location"), "?created=1")
+	get(t, admin, agentPath)
+	st, body, _ = post(t, admin, agentPath+"/keys", url.Values{"name": {"bot"}, "spend_cap": {"5.5"}})
+	if st != 200 || !regexp.MustCompile(`sk-tollgate-[0-9a-f]{64}`).MatchString(body) {
+		t.Fatalf("issue a key: %d %s", st, body)
+	}
+	agentID := strings.TrimPrefix(agentPath, "/console/agents/")
+	var botKey store.Key
+	ks, _ = f.st.ListKeys(ctx, mu.AccountID)
+	for _, k := range ks {
+		if k.Name == "bot" {
+			botKey = k
+		}
+	}
+	if botKey.AgentID != agentID || botKey.SpendCap == nil || *botKey.SpendCap != money.MustParse("5.5") || botKey.Kind != store.KindAgent {
+		t.Fatalf("the agent key: %+v", botKey)
+	}
+	if st, _, _ := post(t, admin, agentPath+"/keys", url.Values{"name": {"bad"}, "spend_cap": {"-1"}}); st != http.StatusBadRequest {
+		t.Fatalf("a negative spend cap: %d", st)
+	}
+
+	// The member asks for a key; the admin approves it with a cap.
+	get(t, member, "/console/agents")
+	if st, _, _ := post(t, member, "/console/agents/"+agentID+"/request", url.Values{"note": {"for my scripts"}}); st != http.StatusSeeOther {
+		t.Fatalf("request a key: %d", st)
+	}
+	rs, _ := f.st.ListKeyRequests(ctx, mu.AccountID)
+	if len(rs) != 1 || rs[0].Requester != "member@example.com" || rs[0].Status != store.KeyRequestPending {
+		t.Fatalf("requests: %+v", rs)
+	}
+	_, body = get(t, admin, "/console/agents")
+	if !strings.Contains(body, "for my scripts") {
+		t.Fatalf("the admin does not see the request:\n%s", body)
+	}
+	st, body, _ = post(t, admin, "/console/key-requests/"+rs[0].ID+"/approve", url.Values{"spend_cap": {"2"}})
+	if st != 200 || !strings.Contains(body, "member@example.com, who sees it on their keys page") {
+		t.Fatalf("approve: %d %s", st, body)
+	}
+	if st, _, _ := post(t, admin, "/console/key-requests/"+rs[0].ID+"/approve", nil); st != http.StatusConflict {
+		t.Fatalf("approve twice: %d", st)
+	}
+	_, body = get(t, member, "/console/keys")
+	if !strings.Contains(body, "agent") || strings.Count(body, `<tr id="key-`) != 2 || strings.Contains(body, ">bot<") {
+		t.Fatalf("the member's keys after the approval:\n%s", body)
+	}
+	// The member's log site offers their own keys only.
+	_, body = get(t, member, "/console/logs")
+	if strings.Contains(body, "Every key") || strings.Contains(body, ">bot (") {
+		t.Fatalf("the member's key choice:\n%s", body)
+	}
+	// The owner sees all three keys.
+	_, body = get(t, owner, "/console/keys")
+	if n := strings.Count(body, `<tr id="key-`); n != 3 {
+		t.Fatalf("the owner sees %d keys", n)
+	}
+}
+
+func TestCookies(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		f := newFixture(t, config.SignupOpen)
+		f.c.o.Secure = secure
+		b := f.browser()
+		get(t, b, "/console/signup")
+		_, _, h := post(t, b, "/console/signup", url.Values{"email": {"a@example.com"}, "password": {"a long password"}, "password2": {"a long password"}})
+		var session string
+		for _, c := range h.Values("Set-Cookie") {
+			if strings.HasPrefix(c, "tollgate_session=") {
+				session = c
+			}
+		}
+		for _, want := range []string{"HttpOnly", "SameSite=Lax", "Path=/console/"} {
+			if !strings.Contains(session, want) {
+				t.Fatalf("the session cookie %q lacks %s", session, want)
+			}
+		}
+		if strings.Contains(session, "Secure") != secure {
+			t.Fatalf("the session cookie %q: Secure should be %v", session, secure)
+		}
 	}
 }
