@@ -38,7 +38,7 @@ func adminUserCommands() []*cli.Command {
 			{Name: "delete", Usage: "remove a person (their sessions end; their keys stay with the account)", ArgsUsage: "USER_ID", Action: adminUserDelete},
 			{
 				Name: "invite", Usage: "make an invitation link to an account (needs accounts { signup } true or \"invite\")", ArgsUsage: "ACCOUNT_ID",
-				Flags: []cli.Flag{role, &cli.StringFlag{Name: "email", Usage: "only this address may accept it"}},
+				Flags:  []cli.Flag{role, &cli.StringFlag{Name: "email", Usage: "only this address may accept it"}},
 				Action: adminUserInvite,
 			},
 		},
@@ -131,4 +131,3 @@ func adminUserInvite(c *cli.Context) error {
 			strings.TrimRight(global(c, "url"), "/"), inv.Path)
 	})
 }
-

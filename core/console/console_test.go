@@ -160,7 +160,7 @@ func TestEveryPageRenders(t *testing.T) {
 		}
 		want(t, c.path, body, c.parts...)
 	}
-	st, body = get(t, b, "/console/logs/" + strconv.FormatUint(row.ID, 10))
+	st, body = get(t, b, "/console/logs/"+strconv.FormatUint(row.ID, 10))
 	if st != 200 {
 		t.Fatalf("technical view: %d %s", st, body)
 	}

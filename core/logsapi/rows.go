@@ -11,30 +11,30 @@ import (
 // Row is a usage-log row as the API answers it (and the console shows
 // it): redacted, pointers for the spec's nulls.
 type Row struct {
-	Object          string         `json:"object"`
-	ID              uint64         `json:"id"`
-	CreatedAt       string         `json:"created_at"`
-	SubmittedAt     string         `json:"submitted_at"`
-	KeyID           string         `json:"key_id"`
-	KeyName         string         `json:"key_name"`
-	KeyPrefix       string         `json:"key_prefix"`
-	Model           string         `json:"model"`
-	Status          string         `json:"status"`
-	ErrorCode       *string        `json:"error_code"`
-	ErrorMessage    *string        `json:"error_message"`
-	InputTokens     int64          `json:"input_tokens"`
-	OutputTokens    int64          `json:"output_tokens"`
-	CachedTokens    int64          `json:"cached_tokens"`
-	UnitCount       *int64         `json:"unit_count"`
-	UnitType        *string        `json:"unit_type"`
-	Cost            money.Nano     `json:"cost"`
-	LatencyMS       int64          `json:"latency_ms"`
-	RequestID       string         `json:"request_id"`
-	TaskID          *string        `json:"task_id"`
-	ResultURLs      []string       `json:"result_urls"`
-	ResultExpiresAt *string        `json:"result_expires_at"`
-	AttemptsCount   *int           `json:"attempts_count"`
-	Attempts        *[]Attempt     `json:"attempts,omitempty"`
+	Object          string     `json:"object"`
+	ID              uint64     `json:"id"`
+	CreatedAt       string     `json:"created_at"`
+	SubmittedAt     string     `json:"submitted_at"`
+	KeyID           string     `json:"key_id"`
+	KeyName         string     `json:"key_name"`
+	KeyPrefix       string     `json:"key_prefix"`
+	Model           string     `json:"model"`
+	Status          string     `json:"status"`
+	ErrorCode       *string    `json:"error_code"`
+	ErrorMessage    *string    `json:"error_message"`
+	InputTokens     int64      `json:"input_tokens"`
+	OutputTokens    int64      `json:"output_tokens"`
+	CachedTokens    int64      `json:"cached_tokens"`
+	UnitCount       *int64     `json:"unit_count"`
+	UnitType        *string    `json:"unit_type"`
+	Cost            money.Nano `json:"cost"`
+	LatencyMS       int64      `json:"latency_ms"`
+	RequestID       string     `json:"request_id"`
+	TaskID          *string    `json:"task_id"`
+	ResultURLs      []string   `json:"result_urls"`
+	ResultExpiresAt *string    `json:"result_expires_at"`
+	AttemptsCount   *int       `json:"attempts_count"`
+	Attempts        *[]Attempt `json:"attempts,omitempty"`
 }
 
 // Attempt is a failed upstream attempt folded into a row.
