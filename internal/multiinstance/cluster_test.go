@@ -61,6 +61,10 @@ model "mi-image" {
     per_image = "0.04"
   }
 }
+console {}
+accounts {
+  signup = true
+}
 `
 
 // cluster is n gateways on one database and the spreader in front.
@@ -258,6 +262,7 @@ func TestSharedState(t *testing.T) {
 	t.Run("revoked key refused everywhere within a second", c.testRevocation)
 	t.Run("knowledge base follows another instance's writes", c.testKnowledgeBase)
 	t.Run("agents: a spend cap and unpublishing hold across instances", c.testAgents)
+	t.Run("console: a session and the sign-in throttle hold across instances", c.testConsole)
 	t.Run("SIGKILL with calls and tasks in flight", c.testKill)
 }
 
@@ -729,5 +734,49 @@ func (c *cluster) testAgents(t *testing.T) {
 	time.Sleep(time.Second)
 	if a := send("POST", other.URL+"/v1/chat/completions", probe, quick, nil); a.Status != 403 || !bytes.Contains(a.Body, []byte("not published")) {
 		t.Fatalf("a call %s after unpublishing: %d %s", time.Since(done).Round(time.Millisecond), a.Status, a.Body)
+	}
+}
+
+// A console session made on one instance signs in on every other (its
+// forms' CSRF tokens too, from the shared master key); signing out on a
+// third ends it everywhere; wrong passwords spread over the instances
+// are counted together.
+func (c *cluster) testConsole(t *testing.T) {
+	on := func(i int, from *testgw.ConsoleClient) *testgw.ConsoleClient {
+		return &testgw.ConsoleClient{Base: c.gws[i].URL, HTTP: from.HTTP}
+	}
+	a := testgw.NewConsoleClient(c.gws[0].URL)
+	if err := a.SignUp("ada@example.com", "a long password", ""); err != nil {
+		t.Fatalf("sign up on instance 0: %v", err)
+	}
+	b := on(1, a)
+	if st, body, err := b.Get("/console/keys"); err != nil || st != http.StatusOK || !strings.Contains(body, "ada@example.com") {
+		t.Fatalf("the session on instance 1: %d %v", st, err)
+	}
+	if st, body, _, err := b.Post("/console/keys", url.Values{"name": {"made on 1"}}); err != nil || st != http.StatusCreated {
+		t.Fatalf("a form on instance 1: %d %v %s", st, err, body)
+	}
+	third := on(2, a)
+	third.Get("/console/account")
+	if st, _, _, err := third.Post("/console/signout", nil); err != nil || st != http.StatusSeeOther {
+		t.Fatalf("sign out on instance 2: %d %v", st, err)
+	}
+	if st, _, err := a.Get("/console/keys"); err != nil || st != http.StatusSeeOther {
+		t.Fatalf("the signed-out session on instance 0: %d %v", st, err)
+	}
+
+	for i := range 10 {
+		p := testgw.NewConsoleClient(c.gws[i%len(c.gws)].URL)
+		if err := p.SignIn("ada@example.com", fmt.Sprintf("wrong %d", i)); err == nil {
+			t.Fatal("a wrong password signed in")
+		}
+	}
+	for i := range c.gws {
+		p := testgw.NewConsoleClient(c.gws[i].URL)
+		p.Get("/console/signin")
+		st, body, _, err := p.Post("/console/signin", url.Values{"email": {"ada@example.com"}, "password": {"a long password"}})
+		if err != nil || st != http.StatusTooManyRequests || !strings.Contains(body, "Too many failed sign-ins") {
+			t.Fatalf("instance %d after ten wrong passwords elsewhere: %d %v", i, st, err)
+		}
 	}
 }
