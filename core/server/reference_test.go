@@ -16,9 +16,11 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/admin"
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/console"
 	"github.com/tollgate-gw/tollgate/core/kbapi"
 	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/core/server"
+	"github.com/tollgate-gw/tollgate/core/users"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
 
@@ -52,8 +54,9 @@ var (
 
 // fieldsOf are the lines each section must have.
 var fieldsOf = map[string][]string{
-	"public": {"- Auth:", "- Bills:", "- Errors:"},
-	"admin":  {"- Body:", "- Answer:", "- Errors:"},
+	"public":  {"- Auth:", "- Bills:", "- Errors:"},
+	"admin":   {"- Body:", "- Answer:", "- Errors:"},
+	"console": {"- Auth:", "- Answer:"},
 }
 
 type section struct {
@@ -61,6 +64,7 @@ type section struct {
 	routes  [][2]string // method, path
 	text    string
 	admin   bool
+	console bool
 }
 
 func TestReferenceCoversEveryRoute(t *testing.T) {
@@ -70,14 +74,19 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 	}
 	sections := parseReference(t, string(doc))
 	srv, adm := fullServer(t)
+	con := consoleRoutes(t)
 
 	// Every section: served, and complete.
 	covered := map[string]bool{}
 	adminCovered := map[string]bool{}
+	consoleCovered := map[string]bool{}
 	for _, s := range sections {
 		kind := "public"
-		if s.admin {
+		switch {
+		case s.admin:
 			kind = "admin"
+		case s.console:
+			kind = "console"
 		}
 		for _, f := range fieldsOf[kind] {
 			if !strings.Contains(s.text, "\n"+f) {
@@ -86,6 +95,15 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 		}
 		for _, r := range s.routes {
 			method, path := r[0], paramRe.ReplaceAllString(r[1], "x1")
+			if s.console {
+				cp := con.Match(method, path)
+				if cp == "" || !strings.HasPrefix(r[1], "/console/") {
+					t.Errorf("docs/reference.md documents %s %s, which the console does not serve", r[0], r[1])
+				}
+				consoleCovered[cp] = true
+				covered[srv.Match(method, path)] = true
+				continue
+			}
 			p := srv.Match(method, path)
 			switch {
 			case p == "":
@@ -115,6 +133,7 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 	}
 	check("the server", srv.Patterns(), covered)
 	check("the admin API", adm.Patterns(), adminCovered)
+	check("the console", con.Patterns(), consoleCovered)
 	for _, m := range mounted {
 		for _, p := range m.Patterns() {
 			if !slices.ContainsFunc(sections, func(s section) bool { return strings.Contains(s.heading, strings.TrimSpace(p)) }) {
@@ -124,8 +143,8 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 	}
 }
 
-// parseReference reads the sections of the "## Public API" and
-// "## Admin API" parts.
+// parseReference reads the sections of the "## Public API", "## Admin
+// API" and "## Console" parts.
 func parseReference(t *testing.T, doc string) []section {
 	var out []section
 	part := ""
@@ -136,8 +155,8 @@ func parseReference(t *testing.T, doc string) []section {
 			part = strings.TrimPrefix(line, "## ")
 			cur = nil
 			continue
-		case headingRe.MatchString(line) && (part == "Public API" || part == "Admin API"):
-			out = append(out, section{heading: line, admin: part == "Admin API"})
+		case headingRe.MatchString(line) && (part == "Public API" || part == "Admin API" || part == "Console"):
+			out = append(out, section{heading: line, admin: part == "Admin API", console: part == "Console"})
 			cur = &out[len(out)-1]
 			for _, m := range routeRe.FindAllStringSubmatch(line, -1) {
 				cur.routes = append(cur.routes, [2]string{m[1], m[2]})
@@ -170,6 +189,16 @@ func template(pattern string) string {
 	return fmt.Sprintf("    ### `%s %s`\n\n    What it does.\n\n    - Auth: the key forms it takes\n    %s\n    - Errors: status and code of each failure\n", method, path, last)
 }
 
+// consoleRoutes is the console's route table (handlers unused here).
+func consoleRoutes(t *testing.T) *routes.Mux {
+	t.Helper()
+	c, err := console.New(console.Options{Config: config.Default(func(string) string { return "" })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Routes()
+}
+
 // fullServer builds the server with every optional handler mounted, so
 // each route it can serve is in its table.
 func fullServer(t *testing.T) (*routes.Mux, *routes.Mux) {
@@ -180,6 +209,9 @@ func fullServer(t *testing.T) (*routes.Mux, *routes.Mux) {
 	// The knowledge base's routes, public and admin (handlers unused here).
 	kb := new(kbapi.API)
 	for _, rt := range kb.AdminRoutes() {
+		adm.Handle(rt.Pattern, rt.Handler)
+	}
+	for _, rt := range new(users.Service).AdminRoutes() {
 		adm.Handle(rt.Pattern, rt.Handler)
 	}
 	o := server.Options{Config: cfg, Logger: log, Now: time.Now, Admin: adm, Knowledge: kb.Routes()}
