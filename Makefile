@@ -57,6 +57,8 @@ bench: build
 		cat bench-results/ledger.md; \
 		$(GO) run ./internal/kbbench -pages $(or $(KB_PAGES),100000) -queries 200 > bench-results/kb.md || st=1; \
 		cat bench-results/kb.md; \
+		$(GO) run ./internal/consolebench -rows $(or $(CONSOLE_ROWS),100000) > bench-results/console.md || st=1; \
+		cat bench-results/console.md; \
 		$(GO) test -run '^$$' -bench . -benchmem ./... || st=1; exit $$st
 
 proto:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tollgate-gw/tollgate/internal/ledgerseed"
 	"github.com/tollgate-gw/tollgate/store"
 	"github.com/tollgate-gw/tollgate/store/badgerstore"
 	"github.com/tollgate-gw/tollgate/store/pgstore"
@@ -52,7 +53,7 @@ func openBackend(ctx context.Context, c *Config, dir string) (*backend, error) {
 		return &backend{
 			st: st, close: st.Close,
 			seed: func(ctx context.Context, from, to, total int, start, end time.Time, keys []store.Key, progress func(int)) error {
-				return seed(ctx, st, from, to, total, c.Workers, start, end, acctID, keys, progress)
+				return ledgerseed.Seed(ctx, st, from, to, total, c.Workers, start, end, acctID, keys, progress)
 			},
 			settle:    func(context.Context) error { quiesce(c); return nil },
 			diskBytes: func(context.Context) int64 { return dirSize(dir) },
@@ -109,7 +110,7 @@ func copySeed(ctx context.Context, st *pgstore.Store, from, to, total int, start
 				}
 				rows = rows[:0]
 				for i := lo; i < min(lo+chunk, to); i++ {
-					rows = append(rows, rowAt(i, total, start, end, acctID, keys))
+					rows = append(rows, ledgerseed.RowAt(i, total, start, end, acctID, keys))
 				}
 				if err := st.ImportRows(ctx, rows); err != nil {
 					once.Do(func() { first = fmt.Errorf("seed rows %d..: %w", lo, err) })

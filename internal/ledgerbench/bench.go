@@ -27,6 +27,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/logsapi"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/internal/ledgerseed"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -438,7 +439,7 @@ func reads(ctx context.Context, c *Config, st store.Store, keys []store.Key, tot
 		{name: "page, one key, desc, no filter", query: "/v1/logs?limit=50"},
 		{name: "page, status=error (6%)", query: "/v1/logs?scope=account&limit=50&status=error"},
 		{name: "page, status=rejected (2%)", query: "/v1/logs?scope=account&limit=50&status=rejected"},
-		{name: "page, model=" + RareModel + " (1%)", query: "/v1/logs?scope=account&limit=50&model=" + RareModel},
+		{name: "page, model=" + ledgerseed.RareModel + " (1%)", query: "/v1/logs?scope=account&limit=50&model=" + ledgerseed.RareModel},
 		{name: "page, model matching no row (per-value index)", query: "/v1/logs?scope=account&limit=50&model=no-such-model", empty: true},
 		{name: "page, error_code matching no row, one key (per-value index)", query: "/v1/logs?limit=50&error_code=no_such_code", empty: true},
 		{name: "page, unit_type matching no row (whole 30d index walked)", query: "/v1/logs?scope=account&limit=50&unit_type=image", empty: true},

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/internal/testpg"
+
+	"github.com/tollgate-gw/tollgate/internal/ledgerseed"
 )
 
 func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
@@ -111,10 +113,10 @@ func TestRowAtMix(t *testing.T) {
 	reqIDs := map[string]bool{}
 	rare := 0
 	for i := 0; i < n; i++ {
-		r := rowAt(i, n, start, end, acctID, keys)
+		r := ledgerseed.RowAt(i, n, start, end, acctID, keys)
 		status[r.Status]++
 		reqIDs[r.RequestID] = true
-		if r.Model == RareModel {
+		if r.Model == ledgerseed.RareModel {
 			rare++
 		}
 		if r.CreatedAt.Before(start.Add(-time.Second)) || !r.CreatedAt.Before(end.Add(time.Second)) {

@@ -1,4 +1,8 @@
-package main
+// Package ledgerseed writes a realistic call log into a store for the
+// benchmarks (ledgerbench, consolebench): a model mix with a rare model,
+// 90% successes, errors, interruptions and refusals, retried attempts and
+// technical views, spread evenly over a period.
+package ledgerseed
 
 import (
 	"context"
@@ -54,9 +58,9 @@ func pickModel(r uint64) *benchModel {
 	return &models[0]
 }
 
-// rowAt builds seeded row i of total, spread evenly over [start, end).
+// RowAt builds seeded row i of total, spread evenly over [start, end).
 // Statuses: 90% success, 6% error, 2% interrupted, 2% rejected.
-func rowAt(i, total int, start, end time.Time, acct string, keys []store.Key) store.LogRow {
+func RowAt(i, total int, start, end time.Time, acct string, keys []store.Key) store.LogRow {
 	r := splitmix64(uint64(i))
 	r2 := splitmix64(r)
 	span := end.Sub(start)
@@ -111,9 +115,9 @@ func rowAt(i, total int, start, end time.Time, acct string, keys []store.Key) st
 	return row
 }
 
-// seed writes rows [from, to) of total through store.Settle without a
+// Seed writes rows [from, to) of total through store.Settle without a
 // hold, from workers goroutines, so the store group-commits them.
-func seed(ctx context.Context, st store.Store, from, to, total, workers int, start, end time.Time,
+func Seed(ctx context.Context, st store.Store, from, to, total, workers int, start, end time.Time,
 	acct string, keys []store.Key, progress func(done int)) error {
 	var next atomic.Int64
 	next.Store(int64(from))
@@ -132,7 +136,7 @@ func seed(ctx context.Context, st store.Store, from, to, total, workers int, sta
 					return
 				}
 				for i := lo; i < min(lo+chunk, to); i++ {
-					row := rowAt(i, total, start, end, acct, keys)
+					row := RowAt(i, total, start, end, acct, keys)
 					if err := st.Settle(ctx, store.Settlement{Row: &row}); err != nil {
 						errOnce.Do(func() { firstErr = fmt.Errorf("seed row %d: %w", i, err) })
 						return
