@@ -5,8 +5,13 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color/palette"
+	"image/draw"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,10 +134,28 @@ func (s *Screenshots) Take(ctx context.Context, name string) {
 		s.t.Fatal(err)
 	}
 	if dir := os.Getenv("TOLLGATE_SCREENSHOTS"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644); err != nil {
+		small, err := smallPNG(b)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+".png"), small, 0o644)
+		}
+		if err != nil {
 			s.t.Fatal(err)
 		}
 	}
+}
+
+// smallPNG is a screenshot in 256 colours, compressed hard: a third of
+// the size, for the pictures the docs commit.
+func smallPNG(b []byte) ([]byte, error) {
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	p := image.NewPaletted(img.Bounds(), palette.Plan9)
+	draw.Draw(p, p.Bounds(), img, image.Point{}, draw.Src)
+	var out bytes.Buffer
+	err = (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&out, p)
+	return out.Bytes(), err
 }
 
 // Mobile sets a phone's viewport (or back to the desktop's with false).

@@ -168,6 +168,8 @@ func TestConsoleFlow(t *testing.T) {
 		t.Logf("clipboard permission: %v", err)
 	}
 
+	step(t, ctx, "the sign-up page", chromedp.Navigate(base+"/console/signup"), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
+	shots.Take(ctx, "signup")
 	signUp(t, ctx, base+"/console/signup", "ada@example.com")
 	if got := text(t, ctx, `.tiles .tile:first-child .big`); got != "121.32" {
 		t.Fatalf("the new account's balance reads %q, want the trial credit 121.32", got)
