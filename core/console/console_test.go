@@ -343,3 +343,31 @@ func TestCookies(t *testing.T) {
 		}
 	}
 }
+
+// The log site's periods and dates are the person's: a day in Tokyo is
+// 15:00 to 15:00 UTC; 7d and 30d are the API's own.
+func TestFilterWindow(t *testing.T) {
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	now := time.Date(2025, 6, 10, 1, 30, 0, 0, time.UTC) // 10:30 in Tokyo
+	for _, c := range []struct {
+		f    filters
+		want url.Values
+	}{
+		{filters{Period: "custom", From: "2025-06-02", To: "2025-06-03"},
+			url.Values{"from": {"2025-06-01T15:00:00Z"}, "to": {"2025-06-03T15:00:00Z"}}},
+		{filters{Period: "today"}, url.Values{"from": {"2025-06-09T15:00:00Z"}, "to": {"2025-06-10T01:30:00Z"}}},
+		{filters{Period: "this_month"}, url.Values{"from": {"2025-05-31T15:00:00Z"}, "to": {"2025-06-10T01:30:00Z"}}},
+		{filters{Period: "7d"}, url.Values{"period": {"7d"}}},
+		{filters{Period: "all"}, url.Values{"period": {"all"}}},
+	} {
+		got, err := c.f.window(tokyo, now)
+		if err != nil || got.Encode() != c.want.Encode() {
+			t.Fatalf("%+v: %v %v, want %v", c.f, got, err, c.want)
+		}
+	}
+	for _, bad := range []filters{{Period: "custom", From: "2025-06-03", To: "2025-06-02"}, {Period: "custom", From: "x"}, {Period: "year"}} {
+		if _, err := bad.window(tokyo, now); err == nil || err.Status != 400 {
+			t.Fatalf("%+v: %v", bad, err)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -164,6 +165,23 @@ func Mobile(ctx context.Context, on bool) error {
 		return chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 	}
 	return chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900))
+}
+
+// TimeZone makes the browser's zone name (an IANA id).
+func TimeZone(ctx context.Context, zone string) error {
+	_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone})
+	return err
+}
+
+// Dark makes the pages see prefers-color-scheme: dark (or light again).
+func Dark(ctx context.Context, on bool) error {
+	scheme := "light"
+	if on {
+		scheme = "dark"
+	}
+	_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+	return err
 }
 
 // Fetch runs fetch(url, init) in the page and returns the status, the

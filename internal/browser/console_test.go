@@ -167,6 +167,10 @@ func TestConsoleFlow(t *testing.T) {
 	if err := GrantClipboard(ctx, base); err != nil {
 		t.Logf("clipboard permission: %v", err)
 	}
+	// The person is in Tokyo: times show there, UTC on hover.
+	if err := TimeZone(ctx, "Asia/Tokyo"); err != nil {
+		t.Fatal(err)
+	}
 
 	step(t, ctx, "the sign-up page", chromedp.Navigate(base+"/console/signup"), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
 	shots.Take(ctx, "signup")
@@ -200,6 +204,9 @@ func TestConsoleFlow(t *testing.T) {
 	rowText := waitText(t, ctx, `table.rows tbody`, trace)
 	if !strings.Contains(rowText, cost.String()) {
 		t.Fatalf("the log site's row does not show the exact cost %s:\n%s", cost, rowText)
+	}
+	if when := eval[string](t, ctx, `document.querySelector('table.rows time').textContent + " | " + document.querySelector('table.rows time').title`); !regexp.MustCompile(`JST \| .* UTC$`).MatchString(when) {
+		t.Fatalf("a row's time reads %q; want Tokyo's, with UTC on hover", when)
 	}
 	shots.Take(ctx, "logs")
 
@@ -296,6 +303,17 @@ func TestConsoleFlow(t *testing.T) {
 	waitText(t, ctx, "main", trace)
 	step(t, ctx, "the chart is drawn", chromedp.WaitVisible(chromedp.CSS(`.plot canvas`)))
 	shots.Take(ctx, "overview")
+	if err := Dark(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "the overview in the dark", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.plot canvas`)))
+	if bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg == "rgb(251, 251, 250)" {
+		t.Fatalf("dark mode left the light background %s", bg)
+	}
+	shots.Take(ctx, "overview-dark")
+	if err := Dark(ctx, false); err != nil {
+		t.Fatal(err)
+	}
 
 	// Phone size and the other pages, for the pictures.
 	for _, p := range []string{"agents", "members", "billing", "account"} {
