@@ -69,23 +69,40 @@ func (s *Store) GetAgent(ctx context.Context, id string) (a store.Agent, err err
 
 // ListAgents implements store.Agents.
 func (s *Store) ListAgents(ctx context.Context, accountID string) ([]store.Agent, error) {
-	var out []store.Agent
+	return listIndexed(s, ctx, scoped(pAgentAcct, accountID), agentKey,
+		func(a *store.Agent) bool { return a.DeletedAt == nil },
+		func(a *store.Agent) (time.Time, string) { return a.CreatedAt, a.ID })
+}
+
+// listIndexed reads the JSON records an index names (the ids after
+// prefix, each record under key(id)), those keep accepts (nil: all),
+// oldest first, then by id: the order of the roles' lists.
+func listIndexed[T any](s *Store, ctx context.Context, prefix []byte, key func(string) []byte,
+	keep func(*T) bool, order func(*T) (time.Time, string)) ([]T, error) {
+	var out []T
 	err := s.view(ctx, func(txn *badger.Txn) error {
-		return scanIndex(txn, scoped(pAgentAcct, accountID), func(id string) error {
-			var a store.Agent
-			if err := getJSON(txn, agentKey(id), &a); err != nil {
+		return scanIndex(txn, prefix, func(id string) error {
+			var v T
+			if err := getJSON(txn, key(id), &v); err != nil {
 				return err
 			}
-			if a.DeletedAt == nil {
-				out = append(out, a)
+			if keep == nil || keep(&v) {
+				out = append(out, v)
 			}
 			return nil
 		})
 	})
-	slices.SortStableFunc(out, func(a, b store.Agent) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
+	sortByCreation(out, order)
 	return out, err
+}
+
+// sortByCreation sorts oldest first, then by id.
+func sortByCreation[T any](out []T, order func(*T) (time.Time, string)) {
+	slices.SortStableFunc(out, func(a, b T) int {
+		ta, ia := order(&a)
+		tb, ib := order(&b)
+		return cmp.Or(ta.Compare(tb), cmp.Compare(ia, ib))
+	})
 }
 
 // scanIndex calls fn with the id after prefix of every index entry.
@@ -175,21 +192,8 @@ func (s *Store) GetKeyRequest(ctx context.Context, id string) (r store.KeyReques
 
 // ListKeyRequests implements store.Agents.
 func (s *Store) ListKeyRequests(ctx context.Context, accountID string) ([]store.KeyRequest, error) {
-	var out []store.KeyRequest
-	err := s.view(ctx, func(txn *badger.Txn) error {
-		return scanIndex(txn, scoped(pKeyReqAcc, accountID), func(id string) error {
-			var r store.KeyRequest
-			if err := getJSON(txn, keyReqKey(id), &r); err != nil {
-				return err
-			}
-			out = append(out, r)
-			return nil
-		})
-	})
-	slices.SortStableFunc(out, func(a, b store.KeyRequest) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out, err
+	return listIndexed(s, ctx, scoped(pKeyReqAcc, accountID), keyReqKey, nil,
+		func(r *store.KeyRequest) (time.Time, string) { return r.CreatedAt, r.ID })
 }
 
 // ApproveKeyRequest implements store.Agents: the key and the answered

@@ -2,10 +2,8 @@ package badgerstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -158,9 +156,7 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]store.Key, er
 		}
 		return nil
 	})
-	slices.SortStableFunc(out, func(a, b store.Key) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
+	sortByCreation(out, func(k *store.Key) (time.Time, string) { return k.CreatedAt, k.ID })
 	return out, err
 }
 

@@ -1,11 +1,9 @@
 package badgerstore
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -49,21 +47,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (se store.Session, er
 
 // ListSessions implements store.Sessions.
 func (s *Store) ListSessions(ctx context.Context, userID string) ([]store.Session, error) {
-	var out []store.Session
-	err := s.view(ctx, func(txn *badger.Txn) error {
-		return scanIndex(txn, scoped(pSessUser, userID), func(id string) error {
-			var se store.Session
-			if err := getJSON(txn, sessionKey(id), &se); err != nil {
-				return err
-			}
-			out = append(out, se)
-			return nil
-		})
-	})
-	slices.SortStableFunc(out, func(a, b store.Session) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out, err
+	return listIndexed(s, ctx, scoped(pSessUser, userID), sessionKey, nil,
+		func(se *store.Session) (time.Time, string) { return se.CreatedAt, se.ID })
 }
 
 // DeleteSession implements store.Sessions.

@@ -1,10 +1,8 @@
 package badgerstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -75,21 +73,8 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (u store.User, er
 
 // ListUsers implements store.Users.
 func (s *Store) ListUsers(ctx context.Context, accountID string) ([]store.User, error) {
-	var out []store.User
-	err := s.view(ctx, func(txn *badger.Txn) error {
-		return scanIndex(txn, scoped(pUserAcct, accountID), func(id string) error {
-			var u store.User
-			if err := getJSON(txn, userKey(id), &u); err != nil {
-				return err
-			}
-			out = append(out, u)
-			return nil
-		})
-	})
-	slices.SortStableFunc(out, func(a, b store.User) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out, err
+	return listIndexed(s, ctx, scoped(pUserAcct, accountID), userKey, nil,
+		func(u *store.User) (time.Time, string) { return u.CreatedAt, u.ID })
 }
 
 // UpdateUser implements store.Users.
@@ -149,21 +134,8 @@ func (s *Store) CreateInvitation(ctx context.Context, inv store.Invitation) erro
 
 // ListInvitations implements store.Users.
 func (s *Store) ListInvitations(ctx context.Context, accountID string) ([]store.Invitation, error) {
-	var out []store.Invitation
-	err := s.view(ctx, func(txn *badger.Txn) error {
-		return scanIndex(txn, scoped(pInviteAcct, accountID), func(id string) error {
-			var inv store.Invitation
-			if err := getJSON(txn, inviteKey(id), &inv); err != nil {
-				return err
-			}
-			out = append(out, inv)
-			return nil
-		})
-	})
-	slices.SortStableFunc(out, func(a, b store.Invitation) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out, err
+	return listIndexed(s, ctx, scoped(pInviteAcct, accountID), inviteKey, nil,
+		func(inv *store.Invitation) (time.Time, string) { return inv.CreatedAt, inv.ID })
 }
 
 // DeleteInvitation implements store.Users.

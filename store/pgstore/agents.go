@@ -43,19 +43,9 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 	if err != nil {
 		return err
 	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO agents (id, account_id, created_at, deleted, agent)
+	return s.execOne(ctx, `INSERT INTO agents (id, account_id, created_at, deleted, agent)
 		SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $2)`,
 		a.ID, a.AccountID, ns(a.CreatedAt), a.DeletedAt != nil, v)
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
 }
 
 // GetAgent implements store.Agents, from the cache while it is fresh.

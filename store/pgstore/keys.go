@@ -60,17 +60,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if len(k.Hash) == 0 {
 		return errNoHash
 	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, insertKeySQL, insertKeyArgs(&k)...)
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return s.execOne(ctx, insertKeySQL, insertKeyArgs(&k)...)
 }
 
 // GetKey reads a key by id, with its last use.
@@ -197,15 +187,5 @@ func (s *Store) TouchKey(ctx context.Context, keyID string, at time.Time) error 
 	if err := checkID("key", keyID); err != nil {
 		return err
 	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1`, keyID, ns(at))
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return s.execOne(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1`, keyID, ns(at))
 }

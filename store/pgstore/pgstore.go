@@ -270,6 +270,22 @@ func (s *Store) Stats() store.Stats {
 	return store.Stats{OpenHolds: n}
 }
 
+// execOne runs a statement that must touch a row: ErrNotFound when it
+// touches none (an unknown id, an insert's missing account).
+func (s *Store) execOne(ctx context.Context, sql string, args ...any) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return s.fail(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
 // tx runs fn in a transaction, committed when fn returns nil.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := s.enter(ctx); err != nil {

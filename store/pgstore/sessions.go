@@ -57,20 +57,10 @@ func (s *Store) ListSessions(ctx context.Context, userID string) ([]store.Sessio
 
 // DeleteSession implements store.Sessions.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
 	if !validID(id) {
 		return store.ErrNotFound
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return s.execOne(ctx, `DELETE FROM sessions WHERE id = $1`, id)
 }
 
 // DeleteUserSessions implements store.Sessions.

@@ -45,17 +45,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 	if err != nil {
 		return err
 	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, insertUserSQL, u.ID, u.AccountID, u.Email, ns(u.CreatedAt), string(v))
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return s.execOne(ctx, insertUserSQL, u.ID, u.AccountID, u.Email, ns(u.CreatedAt), string(v))
 }
 
 // GetUser implements store.Users.
@@ -145,19 +135,9 @@ func (s *Store) CreateInvitation(ctx context.Context, inv store.Invitation) erro
 	if err != nil {
 		return err
 	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO invitations (id, account_id, created_at, invitation)
+	return s.execOne(ctx, `INSERT INTO invitations (id, account_id, created_at, invitation)
 		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $2)`,
 		inv.ID, inv.AccountID, ns(inv.CreatedAt), string(v))
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
 }
 
 // ListInvitations implements store.Users.
@@ -172,20 +152,10 @@ func (s *Store) ListInvitations(ctx context.Context, accountID string) ([]store.
 
 // DeleteInvitation implements store.Users.
 func (s *Store) DeleteInvitation(ctx context.Context, id string) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
 	if !validID(id) {
 		return store.ErrNotFound
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM invitations WHERE id = $1`, id)
-	if err != nil {
-		return s.fail(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return s.execOne(ctx, `DELETE FROM invitations WHERE id = $1`, id)
 }
 
 // AcceptInvitation implements store.Users: the invitation is deleted and
