@@ -12,12 +12,13 @@ import (
 	"github.com/tollgate-gw/tollgate/core/logsapi"
 )
 
-// console builds the web console of cfg (nil when it is off): a client of
-// the admin operations, the logs API's handler logs and the people's
-// service, on the main listener under /console/ or on its own
-// (console { listen }).
+// console builds the web console of a generation's cfg (nil when it is
+// off): a client of the admin operations, the logs API's handler logs and
+// the people's service, on the main listener under /console/ or on its own
+// (console { listen }). Whether it runs, and where, is the config it
+// started with: that takes a restart.
 func (g *Gateway) console(cfg *config.Config, logs *logsapi.Handler) (http.Handler, error) {
-	if !cfg.Console.Enabled {
+	if !g.cfg.Console.Enabled {
 		return nil, nil
 	}
 	mac := hmac.New(sha256.New, g.master)
@@ -27,7 +28,7 @@ func (g *Gateway) console(cfg *config.Config, logs *logsapi.Handler) (http.Handl
 		Config: cfg, Store: g.store, Admin: g.svc, Users: g.users, Logs: logs, Bases: g.kb,
 		Secret: mac.Sum(nil), Secure: secure, BaseURL: cfg.Server.PublicURL, Logger: g.log, Now: g.now,
 	}
-	if cfg.Console.Listen == "" {
+	if g.cfg.Console.Listen == "" {
 		o.ConsoleURL = cfg.Server.PublicURL
 	} else {
 		// On its own listener, the console's host is not the API's.

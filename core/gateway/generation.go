@@ -73,7 +73,7 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 		Admin: g.admin, Files: g.files.Handler(), TLSDomains: g.tls.Domains(), Knowledge: g.kbAPI.Routes(),
 		Healthz: http.HandlerFunc(g.serveHealthz), Readyz: http.HandlerFunc(g.serveReadyz),
 	}
-	if con != nil && cfg.Console.Listen == "" {
+	if con != nil && g.cfg.Console.Listen == "" {
 		o.Console = con
 	}
 	srv := server.New(o)
@@ -89,7 +89,7 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 		cfg: cfg, vendors: vendors, jobs: jobs, families: families, specs: specs, chains: chains,
 		finisher: pipeline.NewTaskFinisher(chains, deps, specs), handler: h,
 	}
-	if con != nil && cfg.Console.Listen != "" {
+	if con != nil && g.cfg.Console.Listen != "" {
 		gen.console = con
 	}
 	return gen, nil
