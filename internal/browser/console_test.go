@@ -72,6 +72,8 @@ func signUp(t *testing.T, ctx context.Context, url, email string) {
 	)
 }
 
+// signIn fills the sign-in form and waits for its answer: another page,
+// or the form again with a problem.
 func signIn(t *testing.T, ctx context.Context, base, email, pw string) {
 	t.Helper()
 	step(t, ctx, "sign in "+email,
@@ -79,8 +81,15 @@ func signIn(t *testing.T, ctx context.Context, base, email, pw string) {
 		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email),
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), pw),
 		chromedp.Click(chromedp.CSS(`main form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`h1`)),
 	)
+	deadline := time.Now().Add(20 * time.Second)
+	for !eval[bool](t, ctx, `document.readyState === "complete" && (location.pathname !== "/console/signin" ||
+		(document.querySelector("#problem") || {innerText: ""}).innerText !== "")`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sign in %s: no answer", email)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // createKey makes a key on the keys page and returns its raw value.
@@ -228,8 +237,11 @@ func TestConsoleFlow(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`input[name=status][value=error]`)),
 		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)))
 	waitText(t, ctx, "#results", "No call matches")
-	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(loc, "status=error") {
-		t.Fatalf("the filtered page's address %q does not carry the filter", loc)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(eval[string](t, ctx, `location.href`), "status=error"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the filtered page's address %q does not carry the filter", eval[string](t, ctx, `location.href`))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	step(t, ctx, "filter on successes of sim-chat",
 		chromedp.Click(chromedp.CSS(`input[name=status][value=error]`)),
