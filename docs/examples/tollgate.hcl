@@ -104,7 +104,14 @@ limits {
 }
 
 accounts {
-  signup_credit = "121.32" # credit of an account created without initial_credit
+  signup_credit = "121.32" # credit of an account created without initial_credit, or by sign-up
+  signup        = false    # console sign-up: true (anyone), "invite" (with a link) or false (the operator adds people)
+}
+
+# The web console (docs/console.md): people sign in, make keys, read their
+# calls. Without this block there is none; listen puts it on its own address.
+console {
+  # listen = "127.0.0.1:8081"
 }
 
 pipeline {
