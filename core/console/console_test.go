@@ -165,6 +165,39 @@ func TestEveryPageRenders(t *testing.T) {
 		t.Fatalf("technical view: %d %s", st, body)
 	}
 	want(t, "technical view", body, "req_abc", "Technical view", "0.000123456")
+
+	// The account page: a zone, a password, and signing out everywhere.
+	other := f.browser()
+	if err := other.SignIn("ada@example.com", "a long password"); err != nil {
+		t.Fatal(err)
+	}
+	get(t, b, "/console/account")
+	if st, body, _ := post(t, b, "/console/account/timezone", url.Values{"zone": {"Mars/Olympus"}}); st != http.StatusBadRequest {
+		t.Fatalf("an unknown zone: %d %s", st, body)
+	}
+	get(t, b, "/console/account")
+	st, body, _ = post(t, b, "/console/account/timezone", url.Values{"zone": {"Europe/Paris"}})
+	want(t, "zone set", body, "Times are now shown in Europe/Paris")
+	if st != 200 || !strings.Contains(body, "CET") && !strings.Contains(body, "CEST") {
+		t.Fatalf("times after the zone change: %d", st)
+	}
+	st, body, _ = post(t, b, "/console/account/password", url.Values{"current": {"a long password"}, "new": {"a newer password"}, "new2": {"a newer password"}})
+	if st != 200 || !strings.Contains(body, "Password changed") {
+		t.Fatalf("password change: %d %s", st, body)
+	}
+	if st, _ := get(t, other, "/console/keys"); st != http.StatusSeeOther {
+		t.Fatalf("another session after a password change: %d", st)
+	}
+	st, _, h := post(t, b, "/console/account/signout-everywhere", nil)
+	if st != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/console/signin") {
+		t.Fatalf("sign out everywhere: %d %s", st, h.Get("Location"))
+	}
+	if st, _ := get(t, b, "/console/keys"); st != http.StatusSeeOther {
+		t.Fatalf("this session after signing out everywhere: %d", st)
+	}
+	if err := f.browser().SignIn("ada@example.com", "a newer password"); err != nil {
+		t.Fatalf("sign in with the new password: %v", err)
+	}
 }
 
 func TestCSRF(t *testing.T) {

@@ -44,7 +44,8 @@ func (c *ConsoleClient) Get(path string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// Post sends a form with the remembered CSRF token (unless form has one).
+// Post sends a form with the remembered CSRF token (unless form has one),
+// and remembers the token of the page it answers with.
 func (c *ConsoleClient) Post(path string, form url.Values) (int, string, http.Header, error) {
 	if form == nil {
 		form = url.Values{}
@@ -58,6 +59,9 @@ func (c *ConsoleClient) Post(path string, form url.Values) (int, string, http.He
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	if m := csrfField.FindSubmatch(b); m != nil {
+		c.CSRF = html.UnescapeString(string(m[1]))
+	}
 	return resp.StatusCode, string(b), resp.Header, err
 }
 
