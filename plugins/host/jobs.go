@@ -64,10 +64,25 @@ func (p *Plugin) Poll(ctx context.Context, req *vendor.JobRequest) (*vendor.JobO
 	return jobCall(ctx, p, func(j vendor.Jobs) (*vendor.JobOutcome, error) { return j.Poll(ctx, req) })
 }
 
+// Read implements vendor.JobReader: a plugin without it answers
+// vendor.ErrNoJobs.
+func (p *Plugin) Read(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
+	return jobCall(ctx, p, func(j vendor.Jobs) (*vendor.JobOutcome, error) {
+		r, ok := j.(vendor.JobReader)
+		if !ok {
+			return nil, vendor.ErrNoJobs
+		}
+		return r.Read(ctx, req)
+	})
+}
+
 // Cancel implements vendor.Jobs.
 func (p *Plugin) Cancel(ctx context.Context, req *vendor.JobRequest) error {
 	_, err := jobCall(ctx, p, func(j vendor.Jobs) (struct{}, error) { return struct{}{}, j.Cancel(ctx, req) })
 	return err
 }
 
-var _ vendor.Jobs = (*Plugin)(nil)
+var (
+	_ vendor.Jobs      = (*Plugin)(nil)
+	_ vendor.JobReader = (*Plugin)(nil)
+)

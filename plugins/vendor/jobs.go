@@ -30,6 +30,17 @@ type Jobs interface {
 	Cancel(ctx context.Context, req *JobRequest) error
 }
 
+// JobReader is the optional read service of a Jobs plugin: the free read
+// routes of a family (presets, templates) and the fields a list route
+// merges into its page (the voices list's presets). req.Operation is the
+// route's operation and req.Body its query parameters as a JSON object of
+// strings. The outcome's Status, Headers and Body are the answer (a list
+// merge takes the members of a JSON object Body); no units are billed. A
+// plugin without it answers codes.Unimplemented (ErrNoJobs on the host).
+type JobReader interface {
+	Read(ctx context.Context, req *JobRequest) (*JobOutcome, error)
+}
+
 // JobRequest is one call of the Jobs service.
 type JobRequest struct {
 	Family    string
@@ -48,6 +59,33 @@ type JobRequest struct {
 	// Headers are client headers to forward upstream, lower-case names:
 	// the W3C trace context (traceparent) when tracing is on.
 	Headers map[string]string
+
+	// TaskID is the gateway's id of the task the call belongs to (an
+	// async job, or a synchronous create its route records), and
+	// Submitted when the client submitted it: a family whose tasks are
+	// records renders them with these (FamilySpec.Record). Empty for a
+	// call that is no task.
+	TaskID    string
+	Submitted time.Time
+	// Refs are the body fields that named an earlier task of the caller's
+	// account (FamilyRoute.Refs), resolved by the gateway: the task is the
+	// account's, succeeded and not deleted or expired, and the call runs
+	// on the channel that holds it. A value that is not one of the
+	// gateway's ids is no Ref: it passes through in Body (a preset).
+	Refs []JobRef
+}
+
+// JobRef is an earlier task a request refers to, as the gateway resolved
+// it: what the plugin needs to use it upstream.
+type JobRef struct {
+	Field  string // the body field that named it: voice, avatar, asr_id
+	TaskID string // the gateway's id, as the client sent it
+	Family string
+	Model  string
+	// UpstreamRef is the upstream's own id of the result (a cloned
+	// voice's voice_id); Record is the task's record as its poll shows it.
+	UpstreamRef string
+	Record      []byte
 }
 
 // JobModel is the model a job runs on.
@@ -62,12 +100,29 @@ type JobModel struct {
 	Tiers []string
 }
 
-// JobFile is an uploaded file of a multipart request.
+// JobFile is an uploaded file of a multipart request. The gateway streams
+// an upload to its file store as it arrives and hands the plugin a link
+// to it (URL), never the bytes: read it with OpenFile. Data is set
+// instead only by callers that hold the bytes already (tests, in-process
+// callers).
 type JobFile struct {
 	Field       string // image, image[]
 	Filename    string
 	ContentType string
 	Data        []byte
+	// URL is a signed link the plugin reads the upload from; Size its
+	// length and SHA256 its digest (hex).
+	URL    string
+	Size   int64
+	SHA256 string
+}
+
+// Len is the file's size in bytes.
+func (f *JobFile) Len() int64 {
+	if f.Data != nil {
+		return int64(len(f.Data))
+	}
+	return f.Size
 }
 
 // Units are a count of the family's unit at one price tier ("" = base).
@@ -94,8 +149,15 @@ type JobPlan struct {
 	// UpstreamJob: the vendor runs the request as an upstream job (Submit,
 	// then Poll), whether the client waits or not; false: one Run. The
 	// gateway polls an upstream job for a waiting client, and runs a Run
-	// in the background for a client that asked for a task.
+	// in the background for a client that asked for a task. Each vendor
+	// plans for its own channels: a model may be served by one vendor
+	// that runs jobs and another that answers at once.
 	UpstreamJob bool
+	// Record is the task's record as its submit answers it, for a family
+	// whose tasks are records (FamilySpec.Record): a JSON object the
+	// gateway writes the status word into. Rendered with req.TaskID and
+	// req.Submitted.
+	Record []byte
 }
 
 // JobState is where an upstream job stands.
@@ -105,9 +167,12 @@ const (
 	JobRunning JobState = iota + 1
 	JobSucceeded
 	JobFailed
+	// JobCancelled: the upstream (or an operator through the gateway)
+	// cancelled the job; it is refunded in full.
+	JobCancelled
 )
 
-// JobOutcome is what Run, Submit and Poll report.
+// JobOutcome is what Run, Submit, Poll and Read report.
 type JobOutcome struct {
 	State       JobState
 	UpstreamRef string
@@ -115,13 +180,18 @@ type JobOutcome struct {
 
 	// Succeeded: the units delivered, and the answer as the client gets it
 	// once the gateway has written the files' links into their slots.
+	// Running, for a family whose tasks are records: Body, when set, is
+	// the task's record as it now stands (progress).
 	Units   []Units
 	Status  int
 	Headers map[string]string
 	Body    []byte
 	Files   []ResultFile
-	// URLs are result links the upstream hosts itself.
-	URLs []string
+	// URLs are result links the upstream hosts itself, and ExpiresAt when
+	// they stop working (zero: unknown). A family re-hosts links (a
+	// ResultFile with a URL) rather than hand them to the client.
+	URLs      []string
+	ExpiresAt time.Time
 	// ExpiresSlot is where, in Body, the gateway writes when the files it
 	// hosts expire (Unix seconds); "" for nowhere.
 	ExpiresSlot string
@@ -130,77 +200,26 @@ type JobOutcome struct {
 	// its first successful poll.
 	Inline bool
 
-	// Failed: the upstream's refusal (status and message; the gateway
-	// answers it in the client's error shape).
+	// Failed or cancelled: the upstream's refusal (status and message;
+	// the gateway answers it in the client's error shape, or writes it
+	// into the task's record).
 	Error *JobError
 }
 
 // ResultFile is a result the gateway hosts: its bytes are stored and a
 // signed, expiring link to them is written at Slot in the answer's body.
+// Data holds the bytes; or URL names where the gateway fetches them (a
+// result larger than a plugin message, or a link the upstream hosts),
+// with Header sent along (the upstream's credentials) and, when a
+// redirect leaves the URL's host, dropped. Inline writes the bytes at
+// Slot as base64 instead of a link (a client that asked b64_json of an
+// upstream that answered a link).
 type ResultFile struct {
 	Slot        string // dotted JSON path: data.0.url
-	ContentType string
+	ContentType string // "" to take the fetched answer's, or sniff
 	Name        string
 	Data        []byte
+	URL         string
+	Header      map[string]string
+	Inline      bool
 }
-
-// FamilySpec is a family's contract as the gateway needs it: its routes,
-// the unit it bills, its task vocabulary and its limits. A family's rules
-// package defines it once; every plugin of the family returns it in
-// Describe.
-type FamilySpec struct {
-	Name       string // image, video, music, speech...
-	UnitType   string // the log row's unit_type
-	PriceUnit  string // per_image, per_second, per_character, per_call, per_generation
-	TaskPrefix string // img_, vid_...
-	Routes     []FamilyRoute
-	// StatusWords map the gateway's task states to the words the client
-	// sees, where they differ (music says "processing" for running).
-	StatusWords map[string]string
-	// InFlightStatus is a poll's HTTP status while the task runs.
-	InFlightStatus int
-	// ListItem is "task" (list items summarise tasks: the image list) or
-	// "poll" (list items are poll bodies).
-	ListItem         string
-	ListLimitDefault int
-	ListLimitMax     int
-	// ListStatuses are the status filter values a list accepts, "all" aside.
-	ListStatuses []string
-	// ListToExcludesDay: a date-form "to" excludes that day.
-	ListToExcludesDay bool
-	MaxRuntime        time.Duration // a task's longest run
-	AttemptTimeout    time.Duration // one upstream attempt of a synchronous call
-	CallTimeout       time.Duration // a synchronous call across attempts
-	// KeepAliveAfter: a synchronous answer slower than this keeps the
-	// connection with whitespace under a 200 status; 0 never.
-	KeepAliveAfter time.Duration
-	Retention      time.Duration // hosted results
-	// ResumeAfterRestart: a task cut by a gateway restart polls on; when
-	// false it fails, refunded in full.
-	ResumeAfterRestart bool
-	ModelOptional      bool
-}
-
-// FamilyRoute is one public route of a family.
-type FamilyRoute struct {
-	Method    string
-	Path      string // a pattern: /v1/images/generations/{id}
-	Kind      string // RouteCreate, RoutePoll or RouteList
-	Operation string // create routes: generations, edits...
-	Multipart bool   // accepts multipart/form-data as well as JSON
-	MaxBody   int64
-	// Async is AsyncNever, AsyncField (the body's async decides) or
-	// AsyncAlways.
-	Async string
-}
-
-// Route kinds and async modes.
-const (
-	RouteCreate = "create"
-	RoutePoll   = "poll"
-	RouteList   = "list"
-
-	AsyncNever  = ""
-	AsyncField  = "field"
-	AsyncAlways = "always"
-)

@@ -29,7 +29,8 @@ func (s *jobsServer) Validate(ctx context.Context, req *vendorv1.JobRequest) (*v
 	if p == nil {
 		return nil, status.Error(codes.Internal, "Validate returned no plan")
 	}
-	return &vendorv1.JobPlan{Hold: toProtoUnits(p.Hold), Error: toProtoJobError(p.Error), UpstreamJob: p.UpstreamJob}, nil
+	return &vendorv1.JobPlan{Hold: toProtoUnits(p.Hold), Error: toProtoJobError(p.Error), UpstreamJob: p.UpstreamJob,
+		Record: p.Record}, nil
 }
 
 func (s *jobsServer) outcome(o *JobOutcome, err error) (*vendorv1.JobOutcome, error) {
@@ -56,6 +57,14 @@ func (s *jobsServer) Submit(ctx context.Context, req *vendorv1.JobRequest) (*ven
 
 func (s *jobsServer) Poll(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.JobOutcome, error) {
 	return s.outcome(s.impl.Poll(ctx, fromProtoJob(req)))
+}
+
+func (s *jobsServer) Read(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.JobOutcome, error) {
+	r, ok := s.impl.(JobReader)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the plugin serves no read routes")
+	}
+	return s.outcome(r.Read(ctx, fromProtoJob(req)))
 }
 
 func (s *jobsServer) Cancel(ctx context.Context, req *vendorv1.JobRequest) (*vendorv1.CancelReply, error) {
@@ -87,7 +96,8 @@ func (c jobsClient) Validate(ctx context.Context, req *JobRequest) (*JobPlan, er
 	if err != nil {
 		return nil, jobsErr(err)
 	}
-	return &JobPlan{Hold: fromProtoUnits(r.GetHold()), Error: fromProtoJobError(r.GetError()), UpstreamJob: r.GetUpstreamJob()}, nil
+	return &JobPlan{Hold: fromProtoUnits(r.GetHold()), Error: fromProtoJobError(r.GetError()), UpstreamJob: r.GetUpstreamJob(),
+		Record: r.GetRecord()}, nil
 }
 
 func (c jobsClient) outcome(r *vendorv1.JobOutcome, err error) (*JobOutcome, error) {
@@ -112,6 +122,10 @@ func (c jobsClient) Poll(ctx context.Context, req *JobRequest) (*JobOutcome, err
 	return c.outcome(c.c.Poll(ctx, toProtoJob(req), maxCall...))
 }
 
+func (c jobsClient) Read(ctx context.Context, req *JobRequest) (*JobOutcome, error) {
+	return c.outcome(c.c.Read(ctx, toProtoJob(req), maxCall...))
+}
+
 func (c jobsClient) Cancel(ctx context.Context, req *JobRequest) error {
 	r, err := c.c.Cancel(ctx, toProtoJob(req), maxCall...)
 	if err != nil {
@@ -129,9 +143,18 @@ func toProtoJob(r *JobRequest) *vendorv1.JobRequest {
 		UpstreamRef: r.UpstreamRef, RequestId: r.RequestID, TimeoutMs: r.Timeout.Milliseconds(),
 		Headers: r.Headers,
 		Model:   &vendorv1.JobModel{Id: r.Model.ID, Upstream: r.Model.Upstream, Settings: r.Model.Settings, Tiers: r.Model.Tiers},
+		TaskId:  r.TaskID,
+	}
+	if !r.Submitted.IsZero() {
+		p.SubmittedMs = r.Submitted.UnixMilli()
 	}
 	for _, f := range r.Files {
-		p.Files = append(p.Files, &vendorv1.JobFile{Field: f.Field, Filename: f.Filename, ContentType: f.ContentType, Data: f.Data})
+		p.Files = append(p.Files, &vendorv1.JobFile{Field: f.Field, Filename: f.Filename, ContentType: f.ContentType,
+			Data: f.Data, Url: f.URL, Size: f.Size, Sha256: f.SHA256})
+	}
+	for _, ref := range r.Refs {
+		p.Refs = append(p.Refs, &vendorv1.JobRef{Field: ref.Field, TaskId: ref.TaskID, Family: ref.Family, Model: ref.Model,
+			UpstreamRef: ref.UpstreamRef, Record: ref.Record})
 	}
 	return p
 }
@@ -142,10 +165,19 @@ func fromProtoJob(p *vendorv1.JobRequest) *JobRequest {
 		Family: p.GetFamily(), Operation: p.GetOperation(), Channel: p.GetChannel(), Body: p.GetBody(),
 		Async: p.GetAsync(), UpstreamRef: p.GetUpstreamRef(), RequestID: p.GetRequestId(),
 		Timeout: time.Duration(p.GetTimeoutMs()) * time.Millisecond, Headers: p.GetHeaders(),
-		Model: JobModel{ID: m.GetId(), Upstream: m.GetUpstream(), Settings: m.GetSettings(), Tiers: m.GetTiers()},
+		Model:  JobModel{ID: m.GetId(), Upstream: m.GetUpstream(), Settings: m.GetSettings(), Tiers: m.GetTiers()},
+		TaskID: p.GetTaskId(),
+	}
+	if ms := p.GetSubmittedMs(); ms != 0 {
+		r.Submitted = time.UnixMilli(ms)
 	}
 	for _, f := range p.GetFiles() {
-		r.Files = append(r.Files, JobFile{Field: f.GetField(), Filename: f.GetFilename(), ContentType: f.GetContentType(), Data: f.GetData()})
+		r.Files = append(r.Files, JobFile{Field: f.GetField(), Filename: f.GetFilename(), ContentType: f.GetContentType(),
+			Data: f.GetData(), URL: f.GetUrl(), Size: f.GetSize(), SHA256: f.GetSha256()})
+	}
+	for _, ref := range p.GetRefs() {
+		r.Refs = append(r.Refs, JobRef{Field: ref.GetField(), TaskID: ref.GetTaskId(), Family: ref.GetFamily(),
+			Model: ref.GetModel(), UpstreamRef: ref.GetUpstreamRef(), Record: ref.GetRecord()})
 	}
 	return r
 }
@@ -189,8 +221,12 @@ func toProtoOutcome(o *JobOutcome) *vendorv1.JobOutcome {
 		Units: toProtoUnits(o.Units), Status: int32(o.Status), Headers: o.Headers, Body: o.Body,
 		Urls: o.URLs, ExpiresSlot: o.ExpiresSlot, Error: toProtoJobError(o.Error), Inline: o.Inline,
 	}
+	if !o.ExpiresAt.IsZero() {
+		p.ExpiresAtMs = o.ExpiresAt.UnixMilli()
+	}
 	for _, f := range o.Files {
-		p.Files = append(p.Files, &vendorv1.ResultFile{Slot: f.Slot, ContentType: f.ContentType, Name: f.Name, Data: f.Data})
+		p.Files = append(p.Files, &vendorv1.ResultFile{Slot: f.Slot, ContentType: f.ContentType, Name: f.Name, Data: f.Data,
+			Url: f.URL, Header: f.Header, Inline: f.Inline})
 	}
 	return p
 }
@@ -202,8 +238,12 @@ func fromProtoOutcome(p *vendorv1.JobOutcome) *JobOutcome {
 		Status: int(p.GetStatus()), Headers: p.GetHeaders(), Body: p.GetBody(), URLs: p.GetUrls(),
 		ExpiresSlot: p.GetExpiresSlot(), Error: fromProtoJobError(p.GetError()), Inline: p.GetInline(),
 	}
+	if ms := p.GetExpiresAtMs(); ms != 0 {
+		o.ExpiresAt = time.UnixMilli(ms)
+	}
 	for _, f := range p.GetFiles() {
-		o.Files = append(o.Files, ResultFile{Slot: f.GetSlot(), ContentType: f.GetContentType(), Name: f.GetName(), Data: f.GetData()})
+		o.Files = append(o.Files, ResultFile{Slot: f.GetSlot(), ContentType: f.GetContentType(), Name: f.GetName(), Data: f.GetData(),
+			URL: f.GetUrl(), Header: f.GetHeader(), Inline: f.GetInline()})
 	}
 	return o
 }
@@ -219,10 +259,21 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 			CallTimeoutMs: s.CallTimeout.Milliseconds(), KeepaliveAfterMs: s.KeepAliveAfter.Milliseconds(),
 			RetentionMs: s.Retention.Milliseconds(), ResumeAfterRestart: s.ResumeAfterRestart,
 			ModelOptional: s.ModelOptional, ListToExcludesDay: s.ListToExcludesDay, ListStatuses: s.ListStatuses,
+			Record: s.Record, RecordError: s.RecordError, ExpireResults: s.ExpireResults,
 		}
 		for _, r := range s.Routes {
-			p.Routes = append(p.Routes, &vendorv1.FamilyRoute{Method: r.Method, Path: r.Path, Kind: r.Kind,
-				Operation: r.Operation, Multipart: r.Multipart, MaxBody: r.MaxBody, Async: r.Async})
+			pr := &vendorv1.FamilyRoute{Method: r.Method, Path: r.Path, Kind: r.Kind,
+				Operation: r.Operation, Multipart: r.Multipart, MaxBody: r.MaxBody, Async: r.Async,
+				UnitType: r.UnitType, PriceUnit: r.PriceUnit, TaskPrefix: r.TaskPrefix, Model: r.Model,
+				StatusWords: r.StatusWords, Recorded: r.Recorded, Gate: r.Gate}
+			for _, f := range r.Refs {
+				pr.Refs = append(pr.Refs, &vendorv1.RefField{Field: f.Field, Prefix: f.Prefix})
+			}
+			if l := r.List; l != nil {
+				pr.List = &vendorv1.ListSpec{Statuses: l.Statuses, LimitDefault: int32(l.LimitDefault),
+					LimitMax: int32(l.LimitMax), ToExcludesDay: l.ToExcludesDay}
+			}
+			p.Routes = append(p.Routes, pr)
 		}
 		out[i] = p
 	}
@@ -245,10 +296,21 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			CallTimeout: ms(p.GetCallTimeoutMs()), KeepAliveAfter: ms(p.GetKeepaliveAfterMs()),
 			Retention: ms(p.GetRetentionMs()), ResumeAfterRestart: p.GetResumeAfterRestart(),
 			ModelOptional: p.GetModelOptional(),
+			Record: p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
 		}
 		for _, r := range p.GetRoutes() {
-			s.Routes = append(s.Routes, FamilyRoute{Method: r.GetMethod(), Path: r.GetPath(), Kind: r.GetKind(),
-				Operation: r.GetOperation(), Multipart: r.GetMultipart(), MaxBody: r.GetMaxBody(), Async: r.GetAsync()})
+			rt := FamilyRoute{Method: r.GetMethod(), Path: r.GetPath(), Kind: r.GetKind(),
+				Operation: r.GetOperation(), Multipart: r.GetMultipart(), MaxBody: r.GetMaxBody(), Async: r.GetAsync(),
+				UnitType: r.GetUnitType(), PriceUnit: r.GetPriceUnit(), TaskPrefix: r.GetTaskPrefix(), Model: r.GetModel(),
+				StatusWords: r.GetStatusWords(), Recorded: r.GetRecorded(), Gate: r.GetGate()}
+			for _, f := range r.GetRefs() {
+				rt.Refs = append(rt.Refs, RefField{Field: f.GetField(), Prefix: f.GetPrefix()})
+			}
+			if l := r.GetList(); l != nil {
+				rt.List = &ListSpec{Statuses: l.GetStatuses(), LimitDefault: int(l.GetLimitDefault()),
+					LimitMax: int(l.GetLimitMax()), ToExcludesDay: l.GetToExcludesDay()}
+			}
+			s.Routes = append(s.Routes, rt)
 		}
 		out[i] = s
 	}
@@ -257,5 +319,6 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 
 var (
 	_ Jobs                = jobsClient{}
+	_ JobReader           = jobsClient{}
 	_ vendorv1.JobsServer = (*jobsServer)(nil)
 )

@@ -38,6 +38,7 @@ const (
 	JobState_JOB_STATE_RUNNING     JobState = 1
 	JobState_JOB_STATE_SUCCEEDED   JobState = 2
 	JobState_JOB_STATE_FAILED      JobState = 3
+	JobState_JOB_STATE_CANCELLED   JobState = 4
 )
 
 // Enum value maps for JobState.
@@ -47,12 +48,14 @@ var (
 		1: "JOB_STATE_RUNNING",
 		2: "JOB_STATE_SUCCEEDED",
 		3: "JOB_STATE_FAILED",
+		4: "JOB_STATE_CANCELLED",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
 		"JOB_STATE_RUNNING":     1,
 		"JOB_STATE_SUCCEEDED":   2,
 		"JOB_STATE_FAILED":      3,
+		"JOB_STATE_CANCELLED":   4,
 	}
 )
 
@@ -155,11 +158,16 @@ func (x *JobModel) GetTiers() []string {
 }
 
 type JobFile struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
-	Filename      string                 `protobuf:"bytes,2,opt,name=filename,proto3" json:"filename,omitempty"`
-	ContentType   string                 `protobuf:"bytes,3,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
-	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Field       string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Filename    string                 `protobuf:"bytes,2,opt,name=filename,proto3" json:"filename,omitempty"`
+	ContentType string                 `protobuf:"bytes,3,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// The bytes, when the caller holds them; otherwise url is a signed link
+	// to the upload on the gateway (size bytes, sha256 in hex).
+	Data          []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Url           string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	Size          int64  `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	Sha256        string `protobuf:"bytes,7,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +230,114 @@ func (x *JobFile) GetData() []byte {
 	return nil
 }
 
+func (x *JobFile) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *JobFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *JobFile) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+// An earlier task of the caller's account a body field named, resolved
+// by the gateway.
+type JobRef struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Field  string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	TaskId string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Family string                 `protobuf:"bytes,3,opt,name=family,proto3" json:"family,omitempty"`
+	Model  string                 `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// The upstream's own id of the result, and the task's record.
+	UpstreamRef   string `protobuf:"bytes,5,opt,name=upstream_ref,json=upstreamRef,proto3" json:"upstream_ref,omitempty"`
+	Record        []byte `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobRef) Reset() {
+	*x = JobRef{}
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobRef) ProtoMessage() {}
+
+func (x *JobRef) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobRef.ProtoReflect.Descriptor instead.
+func (*JobRef) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *JobRef) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *JobRef) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *JobRef) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *JobRef) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *JobRef) GetUpstreamRef() string {
+	if x != nil {
+		return x.UpstreamRef
+	}
+	return ""
+}
+
+func (x *JobRef) GetRecord() []byte {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 type JobRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -238,14 +354,19 @@ type JobRequest struct {
 	TimeoutMs   int64      `protobuf:"varint,10,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// Client headers to forward upstream, lower-case names: the W3C trace
 	// context (traceparent, tracestate) when tracing is on.
-	Headers       map[string]string `protobuf:"bytes,11,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Headers map[string]string `protobuf:"bytes,11,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The gateway's task id and the submit instant (Unix milliseconds), for
+	// a call that belongs to a task.
+	TaskId        string    `protobuf:"bytes,12,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	SubmittedMs   int64     `protobuf:"varint,13,opt,name=submitted_ms,json=submittedMs,proto3" json:"submitted_ms,omitempty"`
+	Refs          []*JobRef `protobuf:"bytes,14,rep,name=refs,proto3" json:"refs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobRequest) Reset() {
 	*x = JobRequest{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[2]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +378,7 @@ func (x *JobRequest) String() string {
 func (*JobRequest) ProtoMessage() {}
 
 func (x *JobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[2]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +391,7 @@ func (x *JobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRequest.ProtoReflect.Descriptor instead.
 func (*JobRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{2}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobRequest) GetFamily() string {
@@ -350,6 +471,27 @@ func (x *JobRequest) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *JobRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *JobRequest) GetSubmittedMs() int64 {
+	if x != nil {
+		return x.SubmittedMs
+	}
+	return 0
+}
+
+func (x *JobRequest) GetRefs() []*JobRef {
+	if x != nil {
+		return x.Refs
+	}
+	return nil
+}
+
 type Units struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "" for the base price, else a tier the model prices (hd, fast...).
@@ -361,7 +503,7 @@ type Units struct {
 
 func (x *Units) Reset() {
 	*x = Units{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +515,7 @@ func (x *Units) String() string {
 func (*Units) ProtoMessage() {}
 
 func (x *Units) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +528,7 @@ func (x *Units) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Units.ProtoReflect.Descriptor instead.
 func (*Units) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{3}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Units) GetTier() string {
@@ -417,7 +559,7 @@ type JobError struct {
 
 func (x *JobError) Reset() {
 	*x = JobError{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +571,7 @@ func (x *JobError) String() string {
 func (*JobError) ProtoMessage() {}
 
 func (x *JobError) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +584,7 @@ func (x *JobError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobError.ProtoReflect.Descriptor instead.
 func (*JobError) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{4}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobError) GetStatus() int32 {
@@ -472,14 +614,17 @@ type JobPlan struct {
 	Error *JobError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// The vendor runs the request as an upstream job (Submit, then Poll);
 	// false: one synchronous Run.
-	UpstreamJob   bool `protobuf:"varint,3,opt,name=upstream_job,json=upstreamJob,proto3" json:"upstream_job,omitempty"`
+	UpstreamJob bool `protobuf:"varint,3,opt,name=upstream_job,json=upstreamJob,proto3" json:"upstream_job,omitempty"`
+	// The task's record as its submit answers it (families whose tasks are
+	// records).
+	Record        []byte `protobuf:"bytes,4,opt,name=record,proto3" json:"record,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobPlan) Reset() {
 	*x = JobPlan{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +636,7 @@ func (x *JobPlan) String() string {
 func (*JobPlan) ProtoMessage() {}
 
 func (x *JobPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +649,7 @@ func (x *JobPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobPlan.ProtoReflect.Descriptor instead.
 func (*JobPlan) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{5}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobPlan) GetHold() []*Units {
@@ -528,21 +673,33 @@ func (x *JobPlan) GetUpstreamJob() bool {
 	return false
 }
 
+func (x *JobPlan) GetRecord() []byte {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 type ResultFile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Where the gateway writes the file's link in body: a dotted JSON path
 	// such as data.0.url.
-	Slot          string `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
-	ContentType   string `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
-	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Data          []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Slot        string `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	ContentType string `protobuf:"bytes,2,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	Name        string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Data        []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// Or where the gateway fetches the bytes, with these headers.
+	Url    string            `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	Header map[string]string `protobuf:"bytes,6,rep,name=header,proto3" json:"header,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Write the bytes at slot as base64 instead of a link.
+	Inline        bool `protobuf:"varint,7,opt,name=inline,proto3" json:"inline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResultFile) Reset() {
 	*x = ResultFile{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +711,7 @@ func (x *ResultFile) String() string {
 func (*ResultFile) ProtoMessage() {}
 
 func (x *ResultFile) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +724,7 @@ func (x *ResultFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultFile.ProtoReflect.Descriptor instead.
 func (*ResultFile) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResultFile) GetSlot() string {
@@ -598,6 +755,27 @@ func (x *ResultFile) GetData() []byte {
 	return nil
 }
 
+func (x *ResultFile) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ResultFile) GetHeader() map[string]string {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *ResultFile) GetInline() bool {
+	if x != nil {
+		return x.Inline
+	}
+	return false
+}
+
 type JobOutcome struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	State       JobState               `protobuf:"varint,1,opt,name=state,proto3,enum=tollgate.vendor.v1.JobState" json:"state,omitempty"`
@@ -623,14 +801,16 @@ type JobOutcome struct {
 	Failure *Failure `protobuf:"bytes,12,opt,name=failure,proto3" json:"failure,omitempty"`
 	// The body carries the result's bytes (base64): not kept for an
 	// idempotent replay; a task keeps it until its first successful poll.
-	Inline        bool `protobuf:"varint,13,opt,name=inline,proto3" json:"inline,omitempty"`
+	Inline bool `protobuf:"varint,13,opt,name=inline,proto3" json:"inline,omitempty"`
+	// When the links in urls stop working (Unix milliseconds; 0 unknown).
+	ExpiresAtMs   int64 `protobuf:"varint,14,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobOutcome) Reset() {
 	*x = JobOutcome{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +822,7 @@ func (x *JobOutcome) String() string {
 func (*JobOutcome) ProtoMessage() {}
 
 func (x *JobOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +835,7 @@ func (x *JobOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobOutcome.ProtoReflect.Descriptor instead.
 func (*JobOutcome) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobOutcome) GetState() JobState {
@@ -749,6 +929,13 @@ func (x *JobOutcome) GetInline() bool {
 	return false
 }
 
+func (x *JobOutcome) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
 type CancelReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Failure       *Failure               `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
@@ -758,7 +945,7 @@ type CancelReply struct {
 
 func (x *CancelReply) Reset() {
 	*x = CancelReply{}
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +957,7 @@ func (x *CancelReply) String() string {
 func (*CancelReply) ProtoMessage() {}
 
 func (x *CancelReply) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_jobs_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +970,7 @@ func (x *CancelReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelReply.ProtoReflect.Descriptor instead.
 func (*CancelReply) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelReply) GetFailure() *Failure {
@@ -805,12 +992,22 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"\x05tiers\x18\x04 \x03(\tR\x05tiers\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb0\x01\n" +
 	"\aJobFile\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1a\n" +
 	"\bfilename\x18\x02 \x01(\tR\bfilename\x12!\n" +
 	"\fcontent_type\x18\x03 \x01(\tR\vcontentType\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\xd1\x03\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12\x12\n" +
+	"\x04size\x18\x06 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06sha256\x18\a \x01(\tR\x06sha256\"\xa0\x01\n" +
+	"\x06JobRef\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06family\x18\x03 \x01(\tR\x06family\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12!\n" +
+	"\fupstream_ref\x18\x05 \x01(\tR\vupstreamRef\x12\x16\n" +
+	"\x06record\x18\x06 \x01(\fR\x06record\"\xbd\x04\n" +
 	"\n" +
 	"JobRequest\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
@@ -826,7 +1023,10 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\n" +
 	" \x01(\x03R\ttimeoutMs\x12E\n" +
-	"\aheaders\x18\v \x03(\v2+.tollgate.vendor.v1.JobRequest.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\v \x03(\v2+.tollgate.vendor.v1.JobRequest.HeadersEntryR\aheaders\x12\x17\n" +
+	"\atask_id\x18\f \x01(\tR\x06taskId\x12!\n" +
+	"\fsubmitted_ms\x18\r \x01(\x03R\vsubmittedMs\x12.\n" +
+	"\x04refs\x18\x0e \x03(\v2\x1a.tollgate.vendor.v1.JobRefR\x04refs\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"1\n" +
@@ -836,17 +1036,24 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	"\bJobError\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x8f\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xa7\x01\n" +
 	"\aJobPlan\x12-\n" +
 	"\x04hold\x18\x01 \x03(\v2\x19.tollgate.vendor.v1.UnitsR\x04hold\x122\n" +
 	"\x05error\x18\x02 \x01(\v2\x1c.tollgate.vendor.v1.JobErrorR\x05error\x12!\n" +
-	"\fupstream_job\x18\x03 \x01(\bR\vupstreamJob\"k\n" +
+	"\fupstream_job\x18\x03 \x01(\bR\vupstreamJob\x12\x16\n" +
+	"\x06record\x18\x04 \x01(\fR\x06record\"\x94\x02\n" +
 	"\n" +
 	"ResultFile\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\tR\x04slot\x12!\n" +
 	"\fcontent_type\x18\x02 \x01(\tR\vcontentType\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\xd7\x04\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12B\n" +
+	"\x06header\x18\x06 \x03(\v2*.tollgate.vendor.v1.ResultFile.HeaderEntryR\x06header\x12\x16\n" +
+	"\x06inline\x18\a \x01(\bR\x06inline\x1a9\n" +
+	"\vHeaderEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfb\x04\n" +
 	"\n" +
 	"JobOutcome\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.tollgate.vendor.v1.JobStateR\x05state\x12!\n" +
@@ -862,23 +1069,26 @@ const file_proto_vendorplugin_v1_jobs_proto_rawDesc = "" +
 	" \x01(\tR\vexpiresSlot\x122\n" +
 	"\x05error\x18\v \x01(\v2\x1c.tollgate.vendor.v1.JobErrorR\x05error\x125\n" +
 	"\afailure\x18\f \x01(\v2\x1b.tollgate.vendor.v1.FailureR\afailure\x12\x16\n" +
-	"\x06inline\x18\r \x01(\bR\x06inline\x1a:\n" +
+	"\x06inline\x18\r \x01(\bR\x06inline\x12\"\n" +
+	"\rexpires_at_ms\x18\x0e \x01(\x03R\vexpiresAtMs\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"D\n" +
 	"\vCancelReply\x125\n" +
-	"\afailure\x18\x01 \x01(\v2\x1b.tollgate.vendor.v1.FailureR\afailure*k\n" +
+	"\afailure\x18\x01 \x01(\v2\x1b.tollgate.vendor.v1.FailureR\afailure*\x84\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_RUNNING\x10\x01\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x02\x12\x14\n" +
-	"\x10JOB_STATE_FAILED\x10\x032\xf3\x02\n" +
+	"\x10JOB_STATE_FAILED\x10\x03\x12\x17\n" +
+	"\x13JOB_STATE_CANCELLED\x10\x042\xbb\x03\n" +
 	"\x04Jobs\x12G\n" +
 	"\bValidate\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1b.tollgate.vendor.v1.JobPlan\x12E\n" +
 	"\x03Run\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1e.tollgate.vendor.v1.JobOutcome\x12H\n" +
 	"\x06Submit\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1e.tollgate.vendor.v1.JobOutcome\x12F\n" +
 	"\x04Poll\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1e.tollgate.vendor.v1.JobOutcome\x12I\n" +
-	"\x06Cancel\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1f.tollgate.vendor.v1.CancelReplyB@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
+	"\x06Cancel\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1f.tollgate.vendor.v1.CancelReply\x12F\n" +
+	"\x04Read\x12\x1e.tollgate.vendor.v1.JobRequest\x1a\x1e.tollgate.vendor.v1.JobOutcomeB@Z>github.com/tollgate-gw/tollgate/proto/vendorplugin/v1;vendorv1b\x06proto3"
 
 var (
 	file_proto_vendorplugin_v1_jobs_proto_rawDescOnce sync.Once
@@ -893,52 +1103,58 @@ func file_proto_vendorplugin_v1_jobs_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_jobs_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_proto_vendorplugin_v1_jobs_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_proto_vendorplugin_v1_jobs_proto_goTypes = []any{
 	(JobState)(0),       // 0: tollgate.vendor.v1.JobState
 	(*JobModel)(nil),    // 1: tollgate.vendor.v1.JobModel
 	(*JobFile)(nil),     // 2: tollgate.vendor.v1.JobFile
-	(*JobRequest)(nil),  // 3: tollgate.vendor.v1.JobRequest
-	(*Units)(nil),       // 4: tollgate.vendor.v1.Units
-	(*JobError)(nil),    // 5: tollgate.vendor.v1.JobError
-	(*JobPlan)(nil),     // 6: tollgate.vendor.v1.JobPlan
-	(*ResultFile)(nil),  // 7: tollgate.vendor.v1.ResultFile
-	(*JobOutcome)(nil),  // 8: tollgate.vendor.v1.JobOutcome
-	(*CancelReply)(nil), // 9: tollgate.vendor.v1.CancelReply
-	nil,                 // 10: tollgate.vendor.v1.JobModel.SettingsEntry
-	nil,                 // 11: tollgate.vendor.v1.JobRequest.HeadersEntry
-	nil,                 // 12: tollgate.vendor.v1.JobOutcome.HeadersEntry
-	(*Failure)(nil),     // 13: tollgate.vendor.v1.Failure
+	(*JobRef)(nil),      // 3: tollgate.vendor.v1.JobRef
+	(*JobRequest)(nil),  // 4: tollgate.vendor.v1.JobRequest
+	(*Units)(nil),       // 5: tollgate.vendor.v1.Units
+	(*JobError)(nil),    // 6: tollgate.vendor.v1.JobError
+	(*JobPlan)(nil),     // 7: tollgate.vendor.v1.JobPlan
+	(*ResultFile)(nil),  // 8: tollgate.vendor.v1.ResultFile
+	(*JobOutcome)(nil),  // 9: tollgate.vendor.v1.JobOutcome
+	(*CancelReply)(nil), // 10: tollgate.vendor.v1.CancelReply
+	nil,                 // 11: tollgate.vendor.v1.JobModel.SettingsEntry
+	nil,                 // 12: tollgate.vendor.v1.JobRequest.HeadersEntry
+	nil,                 // 13: tollgate.vendor.v1.ResultFile.HeaderEntry
+	nil,                 // 14: tollgate.vendor.v1.JobOutcome.HeadersEntry
+	(*Failure)(nil),     // 15: tollgate.vendor.v1.Failure
 }
 var file_proto_vendorplugin_v1_jobs_proto_depIdxs = []int32{
-	10, // 0: tollgate.vendor.v1.JobModel.settings:type_name -> tollgate.vendor.v1.JobModel.SettingsEntry
+	11, // 0: tollgate.vendor.v1.JobModel.settings:type_name -> tollgate.vendor.v1.JobModel.SettingsEntry
 	1,  // 1: tollgate.vendor.v1.JobRequest.model:type_name -> tollgate.vendor.v1.JobModel
 	2,  // 2: tollgate.vendor.v1.JobRequest.files:type_name -> tollgate.vendor.v1.JobFile
-	11, // 3: tollgate.vendor.v1.JobRequest.headers:type_name -> tollgate.vendor.v1.JobRequest.HeadersEntry
-	4,  // 4: tollgate.vendor.v1.JobPlan.hold:type_name -> tollgate.vendor.v1.Units
-	5,  // 5: tollgate.vendor.v1.JobPlan.error:type_name -> tollgate.vendor.v1.JobError
-	0,  // 6: tollgate.vendor.v1.JobOutcome.state:type_name -> tollgate.vendor.v1.JobState
-	4,  // 7: tollgate.vendor.v1.JobOutcome.units:type_name -> tollgate.vendor.v1.Units
-	12, // 8: tollgate.vendor.v1.JobOutcome.headers:type_name -> tollgate.vendor.v1.JobOutcome.HeadersEntry
-	7,  // 9: tollgate.vendor.v1.JobOutcome.files:type_name -> tollgate.vendor.v1.ResultFile
-	5,  // 10: tollgate.vendor.v1.JobOutcome.error:type_name -> tollgate.vendor.v1.JobError
-	13, // 11: tollgate.vendor.v1.JobOutcome.failure:type_name -> tollgate.vendor.v1.Failure
-	13, // 12: tollgate.vendor.v1.CancelReply.failure:type_name -> tollgate.vendor.v1.Failure
-	3,  // 13: tollgate.vendor.v1.Jobs.Validate:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 14: tollgate.vendor.v1.Jobs.Run:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 15: tollgate.vendor.v1.Jobs.Submit:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 16: tollgate.vendor.v1.Jobs.Poll:input_type -> tollgate.vendor.v1.JobRequest
-	3,  // 17: tollgate.vendor.v1.Jobs.Cancel:input_type -> tollgate.vendor.v1.JobRequest
-	6,  // 18: tollgate.vendor.v1.Jobs.Validate:output_type -> tollgate.vendor.v1.JobPlan
-	8,  // 19: tollgate.vendor.v1.Jobs.Run:output_type -> tollgate.vendor.v1.JobOutcome
-	8,  // 20: tollgate.vendor.v1.Jobs.Submit:output_type -> tollgate.vendor.v1.JobOutcome
-	8,  // 21: tollgate.vendor.v1.Jobs.Poll:output_type -> tollgate.vendor.v1.JobOutcome
-	9,  // 22: tollgate.vendor.v1.Jobs.Cancel:output_type -> tollgate.vendor.v1.CancelReply
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	12, // 3: tollgate.vendor.v1.JobRequest.headers:type_name -> tollgate.vendor.v1.JobRequest.HeadersEntry
+	3,  // 4: tollgate.vendor.v1.JobRequest.refs:type_name -> tollgate.vendor.v1.JobRef
+	5,  // 5: tollgate.vendor.v1.JobPlan.hold:type_name -> tollgate.vendor.v1.Units
+	6,  // 6: tollgate.vendor.v1.JobPlan.error:type_name -> tollgate.vendor.v1.JobError
+	13, // 7: tollgate.vendor.v1.ResultFile.header:type_name -> tollgate.vendor.v1.ResultFile.HeaderEntry
+	0,  // 8: tollgate.vendor.v1.JobOutcome.state:type_name -> tollgate.vendor.v1.JobState
+	5,  // 9: tollgate.vendor.v1.JobOutcome.units:type_name -> tollgate.vendor.v1.Units
+	14, // 10: tollgate.vendor.v1.JobOutcome.headers:type_name -> tollgate.vendor.v1.JobOutcome.HeadersEntry
+	8,  // 11: tollgate.vendor.v1.JobOutcome.files:type_name -> tollgate.vendor.v1.ResultFile
+	6,  // 12: tollgate.vendor.v1.JobOutcome.error:type_name -> tollgate.vendor.v1.JobError
+	15, // 13: tollgate.vendor.v1.JobOutcome.failure:type_name -> tollgate.vendor.v1.Failure
+	15, // 14: tollgate.vendor.v1.CancelReply.failure:type_name -> tollgate.vendor.v1.Failure
+	4,  // 15: tollgate.vendor.v1.Jobs.Validate:input_type -> tollgate.vendor.v1.JobRequest
+	4,  // 16: tollgate.vendor.v1.Jobs.Run:input_type -> tollgate.vendor.v1.JobRequest
+	4,  // 17: tollgate.vendor.v1.Jobs.Submit:input_type -> tollgate.vendor.v1.JobRequest
+	4,  // 18: tollgate.vendor.v1.Jobs.Poll:input_type -> tollgate.vendor.v1.JobRequest
+	4,  // 19: tollgate.vendor.v1.Jobs.Cancel:input_type -> tollgate.vendor.v1.JobRequest
+	4,  // 20: tollgate.vendor.v1.Jobs.Read:input_type -> tollgate.vendor.v1.JobRequest
+	7,  // 21: tollgate.vendor.v1.Jobs.Validate:output_type -> tollgate.vendor.v1.JobPlan
+	9,  // 22: tollgate.vendor.v1.Jobs.Run:output_type -> tollgate.vendor.v1.JobOutcome
+	9,  // 23: tollgate.vendor.v1.Jobs.Submit:output_type -> tollgate.vendor.v1.JobOutcome
+	9,  // 24: tollgate.vendor.v1.Jobs.Poll:output_type -> tollgate.vendor.v1.JobOutcome
+	10, // 25: tollgate.vendor.v1.Jobs.Cancel:output_type -> tollgate.vendor.v1.CancelReply
+	9,  // 26: tollgate.vendor.v1.Jobs.Read:output_type -> tollgate.vendor.v1.JobOutcome
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_jobs_proto_init() }
@@ -953,7 +1169,7 @@ func file_proto_vendorplugin_v1_jobs_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_jobs_proto_rawDesc), len(file_proto_vendorplugin_v1_jobs_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	Jobs_Submit_FullMethodName   = "/tollgate.vendor.v1.Jobs/Submit"
 	Jobs_Poll_FullMethodName     = "/tollgate.vendor.v1.Jobs/Poll"
 	Jobs_Cancel_FullMethodName   = "/tollgate.vendor.v1.Jobs/Cancel"
+	Jobs_Read_FullMethodName     = "/tollgate.vendor.v1.Jobs/Read"
 )
 
 // JobsClient is the client API for Jobs service.
@@ -52,6 +53,9 @@ type JobsClient interface {
 	Poll(ctx context.Context, in *JobRequest, opts ...grpc.CallOption) (*JobOutcome, error)
 	// Cancel asks the upstream to stop a job; best effort.
 	Cancel(ctx context.Context, in *JobRequest, opts ...grpc.CallOption) (*CancelReply, error)
+	// Read answers a free read route (presets, templates) or the fields a
+	// list merges into its page; no units. Optional: codes.Unimplemented.
+	Read(ctx context.Context, in *JobRequest, opts ...grpc.CallOption) (*JobOutcome, error)
 }
 
 type jobsClient struct {
@@ -112,6 +116,16 @@ func (c *jobsClient) Cancel(ctx context.Context, in *JobRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *jobsClient) Read(ctx context.Context, in *JobRequest, opts ...grpc.CallOption) (*JobOutcome, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobOutcome)
+	err := c.cc.Invoke(ctx, Jobs_Read_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobsServer is the server API for Jobs service.
 // All implementations must embed UnimplementedJobsServer
 // for forward compatibility.
@@ -128,6 +142,9 @@ type JobsServer interface {
 	Poll(context.Context, *JobRequest) (*JobOutcome, error)
 	// Cancel asks the upstream to stop a job; best effort.
 	Cancel(context.Context, *JobRequest) (*CancelReply, error)
+	// Read answers a free read route (presets, templates) or the fields a
+	// list merges into its page; no units. Optional: codes.Unimplemented.
+	Read(context.Context, *JobRequest) (*JobOutcome, error)
 	mustEmbedUnimplementedJobsServer()
 }
 
@@ -152,6 +169,9 @@ func (UnimplementedJobsServer) Poll(context.Context, *JobRequest) (*JobOutcome, 
 }
 func (UnimplementedJobsServer) Cancel(context.Context, *JobRequest) (*CancelReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
+}
+func (UnimplementedJobsServer) Read(context.Context, *JobRequest) (*JobOutcome, error) {
+	return nil, status.Error(codes.Unimplemented, "method Read not implemented")
 }
 func (UnimplementedJobsServer) mustEmbedUnimplementedJobsServer() {}
 func (UnimplementedJobsServer) testEmbeddedByValue()              {}
@@ -264,6 +284,24 @@ func _Jobs_Cancel_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Jobs_Read_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobsServer).Read(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Jobs_Read_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobsServer).Read(ctx, req.(*JobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Jobs_ServiceDesc is the grpc.ServiceDesc for Jobs service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -290,6 +328,10 @@ var Jobs_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Cancel",
 			Handler:    _Jobs_Cancel_Handler,
+		},
+		{
+			MethodName: "Read",
+			Handler:    _Jobs_Read_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -248,7 +248,13 @@ type FamilySpec struct {
 	// A list's date-form "to" excludes that day (the images list).
 	ListToExcludesDay bool `protobuf:"varint,18,opt,name=list_to_excludes_day,json=listToExcludesDay,proto3" json:"list_to_excludes_day,omitempty"`
 	// The status filter values a list accepts (besides "all").
-	ListStatuses  []string `protobuf:"bytes,19,rep,name=list_statuses,json=listStatuses,proto3" json:"list_statuses,omitempty"`
+	ListStatuses []string `protobuf:"bytes,19,rep,name=list_statuses,json=listStatuses,proto3" json:"list_statuses,omitempty"`
+	// The family's tasks are records the plugin renders; the form of a
+	// failed record's error ("object" or "message"); a succeeded task whose
+	// hosted result passed its retention becomes expired.
+	Record        bool   `protobuf:"varint,20,opt,name=record,proto3" json:"record,omitempty"`
+	RecordError   string `protobuf:"bytes,21,opt,name=record_error,json=recordError,proto3" json:"record_error,omitempty"`
+	ExpireResults bool   `protobuf:"varint,22,opt,name=expire_results,json=expireResults,proto3" json:"expire_results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -416,12 +422,33 @@ func (x *FamilySpec) GetListStatuses() []string {
 	return nil
 }
 
+func (x *FamilySpec) GetRecord() bool {
+	if x != nil {
+		return x.Record
+	}
+	return false
+}
+
+func (x *FamilySpec) GetRecordError() string {
+	if x != nil {
+		return x.RecordError
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetExpireResults() bool {
+	if x != nil {
+		return x.ExpireResults
+	}
+	return false
+}
+
 type FamilyRoute struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Method string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
 	// A path pattern: /v1/images/generations, /v1/images/generations/{id}.
 	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	// create, poll or list.
+	// create, poll, list, delete or read.
 	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The operation a create runs (generations, edits), named to the plugin
 	// and in list items.
@@ -431,7 +458,23 @@ type FamilyRoute struct {
 	MaxBody   int64 `protobuf:"varint,6,opt,name=max_body,json=maxBody,proto3" json:"max_body,omitempty"`
 	// "": synchronous only; "field": async when the body's async is true;
 	// "always": every create is a task.
-	Async         string `protobuf:"bytes,7,opt,name=async,proto3" json:"async,omitempty"`
+	Async string `protobuf:"bytes,7,opt,name=async,proto3" json:"async,omitempty"`
+	// The route's billing identity where it is not the family's, and the
+	// model it runs when the body names none.
+	UnitType   string `protobuf:"bytes,8,opt,name=unit_type,json=unitType,proto3" json:"unit_type,omitempty"`
+	PriceUnit  string `protobuf:"bytes,9,opt,name=price_unit,json=priceUnit,proto3" json:"price_unit,omitempty"`
+	TaskPrefix string `protobuf:"bytes,10,opt,name=task_prefix,json=taskPrefix,proto3" json:"task_prefix,omitempty"`
+	Model      string `protobuf:"bytes,11,opt,name=model,proto3" json:"model,omitempty"`
+	// Status words of the tasks this create route makes.
+	StatusWords map[string]string `protobuf:"bytes,12,rep,name=status_words,json=statusWords,proto3" json:"status_words,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// A synchronous create kept as an ended task (a cloned voice).
+	Recorded bool `protobuf:"varint,13,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	// Body fields that may name an earlier task of the account.
+	Refs []*RefField `protobuf:"bytes,14,rep,name=refs,proto3" json:"refs,omitempty"`
+	// A model the key's allowlist must permit for this route.
+	Gate string `protobuf:"bytes,15,opt,name=gate,proto3" json:"gate,omitempty"`
+	// A list route's own vocabulary.
+	List          *ListSpec `protobuf:"bytes,16,opt,name=list,proto3" json:"list,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -515,6 +558,190 @@ func (x *FamilyRoute) GetAsync() string {
 	return ""
 }
 
+func (x *FamilyRoute) GetUnitType() string {
+	if x != nil {
+		return x.UnitType
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetPriceUnit() string {
+	if x != nil {
+		return x.PriceUnit
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetTaskPrefix() string {
+	if x != nil {
+		return x.TaskPrefix
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetStatusWords() map[string]string {
+	if x != nil {
+		return x.StatusWords
+	}
+	return nil
+}
+
+func (x *FamilyRoute) GetRecorded() bool {
+	if x != nil {
+		return x.Recorded
+	}
+	return false
+}
+
+func (x *FamilyRoute) GetRefs() []*RefField {
+	if x != nil {
+		return x.Refs
+	}
+	return nil
+}
+
+func (x *FamilyRoute) GetGate() string {
+	if x != nil {
+		return x.Gate
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetList() *ListSpec {
+	if x != nil {
+		return x.List
+	}
+	return nil
+}
+
+type RefField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Field string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// A value with this prefix is one of the gateway's task ids.
+	Prefix        string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefField) Reset() {
+	*x = RefField{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefField) ProtoMessage() {}
+
+func (x *RefField) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefField.ProtoReflect.Descriptor instead.
+func (*RefField) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RefField) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *RefField) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type ListSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Statuses      []string               `protobuf:"bytes,1,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	LimitDefault  int32                  `protobuf:"varint,2,opt,name=limit_default,json=limitDefault,proto3" json:"limit_default,omitempty"`
+	LimitMax      int32                  `protobuf:"varint,3,opt,name=limit_max,json=limitMax,proto3" json:"limit_max,omitempty"`
+	ToExcludesDay bool                   `protobuf:"varint,4,opt,name=to_excludes_day,json=toExcludesDay,proto3" json:"to_excludes_day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSpec) Reset() {
+	*x = ListSpec{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSpec) ProtoMessage() {}
+
+func (x *ListSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSpec.ProtoReflect.Descriptor instead.
+func (*ListSpec) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListSpec) GetStatuses() []string {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
+func (x *ListSpec) GetLimitDefault() int32 {
+	if x != nil {
+		return x.LimitDefault
+	}
+	return 0
+}
+
+func (x *ListSpec) GetLimitMax() int32 {
+	if x != nil {
+		return x.LimitMax
+	}
+	return 0
+}
+
+func (x *ListSpec) GetToExcludesDay() bool {
+	if x != nil {
+		return x.ToExcludesDay
+	}
+	return false
+}
+
 type Channel struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -529,7 +756,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +768,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +781,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Channel) GetName() string {
@@ -607,7 +834,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +846,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +859,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ConfigureRequest) GetChannels() []*Channel {
@@ -664,7 +891,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +903,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +916,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
 }
 
 type ChatRequest struct {
@@ -723,7 +950,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +962,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +975,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChatRequest) GetChannel() string {
@@ -844,7 +1071,7 @@ type CancelCallRequest struct {
 
 func (x *CancelCallRequest) Reset() {
 	*x = CancelCallRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1083,7 @@ func (x *CancelCallRequest) String() string {
 func (*CancelCallRequest) ProtoMessage() {}
 
 func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1096,7 @@ func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelCallRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelCallRequest) GetCallId() uint64 {
@@ -887,7 +1114,7 @@ type CancelCallResponse struct {
 
 func (x *CancelCallResponse) Reset() {
 	*x = CancelCallResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1126,7 @@ func (x *CancelCallResponse) String() string {
 func (*CancelCallResponse) ProtoMessage() {}
 
 func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1139,7 @@ func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelCallResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
 }
 
 type Failure struct {
@@ -925,7 +1152,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1164,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1177,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Failure) GetKind() FailureKind {
@@ -982,7 +1209,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1221,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1234,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ChatResponse) GetStatus() int32 {
@@ -1050,7 +1277,7 @@ type Head struct {
 
 func (x *Head) Reset() {
 	*x = Head{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1289,7 @@ func (x *Head) String() string {
 func (*Head) ProtoMessage() {}
 
 func (x *Head) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1302,7 @@ func (x *Head) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Head.ProtoReflect.Descriptor instead.
 func (*Head) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Head) GetStatus() int32 {
@@ -1111,7 +1338,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1350,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1363,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetEvent() string {
@@ -1167,7 +1394,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1406,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1419,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StreamFrame) GetFrame() isStreamFrame_Frame {
@@ -1261,7 +1488,7 @@ type OpenDataPlaneRequest struct {
 
 func (x *OpenDataPlaneRequest) Reset() {
 	*x = OpenDataPlaneRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1500,7 @@ func (x *OpenDataPlaneRequest) String() string {
 func (*OpenDataPlaneRequest) ProtoMessage() {}
 
 func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1513,7 @@ func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneRequest.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OpenDataPlaneRequest) GetVersions() []uint32 {
@@ -1313,7 +1540,7 @@ type OpenDataPlaneResponse struct {
 
 func (x *OpenDataPlaneResponse) Reset() {
 	*x = OpenDataPlaneResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1552,7 @@ func (x *OpenDataPlaneResponse) String() string {
 func (*OpenDataPlaneResponse) ProtoMessage() {}
 
 func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1565,7 @@ func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneResponse.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OpenDataPlaneResponse) GetVersion() uint32 {
@@ -1395,7 +1622,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1634,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1647,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EventBatch) GetEvents() []*Event {
@@ -1441,7 +1668,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\tprotocols\x18\x02 \x03(\tR\tprotocols\x12\x1a\n" +
 	"\bfamilies\x18\x03 \x03(\tR\bfamilies\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12A\n" +
-	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xe1\x06\n" +
+	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xc3\a\n" +
 	"\n" +
 	"FamilySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
@@ -1465,10 +1692,13 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x14resume_after_restart\x18\x10 \x01(\bR\x12resumeAfterRestart\x12%\n" +
 	"\x0emodel_optional\x18\x11 \x01(\bR\rmodelOptional\x12/\n" +
 	"\x14list_to_excludes_day\x18\x12 \x01(\bR\x11listToExcludesDay\x12#\n" +
-	"\rlist_statuses\x18\x13 \x03(\tR\flistStatuses\x1a>\n" +
+	"\rlist_statuses\x18\x13 \x03(\tR\flistStatuses\x12\x16\n" +
+	"\x06record\x18\x14 \x01(\bR\x06record\x12!\n" +
+	"\frecord_error\x18\x15 \x01(\tR\vrecordError\x12%\n" +
+	"\x0eexpire_results\x18\x16 \x01(\bR\rexpireResults\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd6\x04\n" +
 	"\vFamilyRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1476,7 +1706,30 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\toperation\x18\x04 \x01(\tR\toperation\x12\x1c\n" +
 	"\tmultipart\x18\x05 \x01(\bR\tmultipart\x12\x19\n" +
 	"\bmax_body\x18\x06 \x01(\x03R\amaxBody\x12\x14\n" +
-	"\x05async\x18\a \x01(\tR\x05async\"\xf3\x01\n" +
+	"\x05async\x18\a \x01(\tR\x05async\x12\x1b\n" +
+	"\tunit_type\x18\b \x01(\tR\bunitType\x12\x1d\n" +
+	"\n" +
+	"price_unit\x18\t \x01(\tR\tpriceUnit\x12\x1f\n" +
+	"\vtask_prefix\x18\n" +
+	" \x01(\tR\n" +
+	"taskPrefix\x12\x14\n" +
+	"\x05model\x18\v \x01(\tR\x05model\x12S\n" +
+	"\fstatus_words\x18\f \x03(\v20.tollgate.vendor.v1.FamilyRoute.StatusWordsEntryR\vstatusWords\x12\x1a\n" +
+	"\brecorded\x18\r \x01(\bR\brecorded\x120\n" +
+	"\x04refs\x18\x0e \x03(\v2\x1c.tollgate.vendor.v1.RefFieldR\x04refs\x12\x12\n" +
+	"\x04gate\x18\x0f \x01(\tR\x04gate\x120\n" +
+	"\x04list\x18\x10 \x01(\v2\x1c.tollgate.vendor.v1.ListSpecR\x04list\x1a>\n" +
+	"\x10StatusWordsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
+	"\bRefField\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"\x90\x01\n" +
+	"\bListSpec\x12\x1a\n" +
+	"\bstatuses\x18\x01 \x03(\tR\bstatuses\x12#\n" +
+	"\rlimit_default\x18\x02 \x01(\x05R\flimitDefault\x12\x1b\n" +
+	"\tlimit_max\x18\x03 \x01(\x05R\blimitMax\x12&\n" +
+	"\x0fto_excludes_day\x18\x04 \x01(\bR\rtoExcludesDay\"\xf3\x01\n" +
 	"\aChannel\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x12\x17\n" +
@@ -1582,67 +1835,73 @@ func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(FailureKind)(0),              // 0: tollgate.vendor.v1.FailureKind
 	(*DescribeRequest)(nil),       // 1: tollgate.vendor.v1.DescribeRequest
 	(*DescribeResponse)(nil),      // 2: tollgate.vendor.v1.DescribeResponse
 	(*FamilySpec)(nil),            // 3: tollgate.vendor.v1.FamilySpec
 	(*FamilyRoute)(nil),           // 4: tollgate.vendor.v1.FamilyRoute
-	(*Channel)(nil),               // 5: tollgate.vendor.v1.Channel
-	(*ConfigureRequest)(nil),      // 6: tollgate.vendor.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 7: tollgate.vendor.v1.ConfigureResponse
-	(*ChatRequest)(nil),           // 8: tollgate.vendor.v1.ChatRequest
-	(*CancelCallRequest)(nil),     // 9: tollgate.vendor.v1.CancelCallRequest
-	(*CancelCallResponse)(nil),    // 10: tollgate.vendor.v1.CancelCallResponse
-	(*Failure)(nil),               // 11: tollgate.vendor.v1.Failure
-	(*ChatResponse)(nil),          // 12: tollgate.vendor.v1.ChatResponse
-	(*Head)(nil),                  // 13: tollgate.vendor.v1.Head
-	(*Event)(nil),                 // 14: tollgate.vendor.v1.Event
-	(*StreamFrame)(nil),           // 15: tollgate.vendor.v1.StreamFrame
-	(*OpenDataPlaneRequest)(nil),  // 16: tollgate.vendor.v1.OpenDataPlaneRequest
-	(*OpenDataPlaneResponse)(nil), // 17: tollgate.vendor.v1.OpenDataPlaneResponse
-	(*EventBatch)(nil),            // 18: tollgate.vendor.v1.EventBatch
-	nil,                           // 19: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
-	nil,                           // 20: tollgate.vendor.v1.Channel.SettingsEntry
-	nil,                           // 21: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	nil,                           // 22: tollgate.vendor.v1.ChatRequest.HeadersEntry
-	nil,                           // 23: tollgate.vendor.v1.ChatResponse.HeadersEntry
-	nil,                           // 24: tollgate.vendor.v1.Head.HeadersEntry
+	(*RefField)(nil),              // 5: tollgate.vendor.v1.RefField
+	(*ListSpec)(nil),              // 6: tollgate.vendor.v1.ListSpec
+	(*Channel)(nil),               // 7: tollgate.vendor.v1.Channel
+	(*ConfigureRequest)(nil),      // 8: tollgate.vendor.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 9: tollgate.vendor.v1.ConfigureResponse
+	(*ChatRequest)(nil),           // 10: tollgate.vendor.v1.ChatRequest
+	(*CancelCallRequest)(nil),     // 11: tollgate.vendor.v1.CancelCallRequest
+	(*CancelCallResponse)(nil),    // 12: tollgate.vendor.v1.CancelCallResponse
+	(*Failure)(nil),               // 13: tollgate.vendor.v1.Failure
+	(*ChatResponse)(nil),          // 14: tollgate.vendor.v1.ChatResponse
+	(*Head)(nil),                  // 15: tollgate.vendor.v1.Head
+	(*Event)(nil),                 // 16: tollgate.vendor.v1.Event
+	(*StreamFrame)(nil),           // 17: tollgate.vendor.v1.StreamFrame
+	(*OpenDataPlaneRequest)(nil),  // 18: tollgate.vendor.v1.OpenDataPlaneRequest
+	(*OpenDataPlaneResponse)(nil), // 19: tollgate.vendor.v1.OpenDataPlaneResponse
+	(*EventBatch)(nil),            // 20: tollgate.vendor.v1.EventBatch
+	nil,                           // 21: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	nil,                           // 22: tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
+	nil,                           // 23: tollgate.vendor.v1.Channel.SettingsEntry
+	nil,                           // 24: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	nil,                           // 25: tollgate.vendor.v1.ChatRequest.HeadersEntry
+	nil,                           // 26: tollgate.vendor.v1.ChatResponse.HeadersEntry
+	nil,                           // 27: tollgate.vendor.v1.Head.HeadersEntry
 }
 var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
 	3,  // 0: tollgate.vendor.v1.DescribeResponse.family_specs:type_name -> tollgate.vendor.v1.FamilySpec
 	4,  // 1: tollgate.vendor.v1.FamilySpec.routes:type_name -> tollgate.vendor.v1.FamilyRoute
-	19, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
-	20, // 3: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
-	5,  // 4: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
-	21, // 5: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	22, // 6: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
-	0,  // 7: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
-	23, // 8: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
-	11, // 9: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
-	24, // 10: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
-	13, // 11: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
-	14, // 12: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
-	11, // 13: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
-	14, // 14: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
-	1,  // 15: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
-	6,  // 16: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
-	8,  // 17: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
-	8,  // 18: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
-	16, // 19: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
-	9,  // 20: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
-	2,  // 21: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
-	7,  // 22: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
-	12, // 23: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
-	15, // 24: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
-	17, // 25: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
-	10, // 26: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	21, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	22, // 3: tollgate.vendor.v1.FamilyRoute.status_words:type_name -> tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
+	5,  // 4: tollgate.vendor.v1.FamilyRoute.refs:type_name -> tollgate.vendor.v1.RefField
+	6,  // 5: tollgate.vendor.v1.FamilyRoute.list:type_name -> tollgate.vendor.v1.ListSpec
+	23, // 6: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
+	7,  // 7: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
+	24, // 8: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	25, // 9: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
+	0,  // 10: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
+	26, // 11: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
+	13, // 12: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
+	27, // 13: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
+	15, // 14: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
+	16, // 15: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
+	13, // 16: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
+	16, // 17: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
+	1,  // 18: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
+	8,  // 19: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
+	10, // 20: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
+	10, // 21: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
+	18, // 22: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
+	11, // 23: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
+	2,  // 24: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
+	9,  // 25: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
+	14, // 26: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
+	17, // 27: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
+	19, // 28: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
+	12, // 29: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
+	24, // [24:30] is the sub-list for method output_type
+	18, // [18:24] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_vendor_proto_init() }
@@ -1650,7 +1909,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 	if File_proto_vendorplugin_v1_vendor_proto != nil {
 		return
 	}
-	file_proto_vendorplugin_v1_vendor_proto_msgTypes[14].OneofWrappers = []any{
+	file_proto_vendorplugin_v1_vendor_proto_msgTypes[16].OneofWrappers = []any{
 		(*StreamFrame_Head)(nil),
 		(*StreamFrame_Event)(nil),
 		(*StreamFrame_Failure)(nil),
@@ -1661,7 +1920,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,265 @@
+package vendor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FamilySpec is a family's contract as the gateway needs it: its routes,
+// the unit it bills, its task vocabulary and its limits. A family's rules
+// package defines it once; every plugin of the family returns it in
+// Describe.
+//
+// Several families may declare one route (the video route serves video,
+// avatar, lipsync, motion and clip): the model's family then decides each
+// call, and a poll or list of the route shows each task as its own family
+// renders it. The fields a shared route must agree on are FamilyRoute's
+// shape (SameShape).
+type FamilySpec struct {
+	Name       string // image, video, music, speech...
+	UnitType   string // the log row's unit_type
+	PriceUnit  string // per_image, per_second, per_character, per_call, per_generation
+	TaskPrefix string // img_, vid_...
+	Routes     []FamilyRoute
+	// StatusWords map the gateway's task states to the words the client
+	// sees, where they differ (music says "processing" for running).
+	StatusWords map[string]string
+	// InFlightStatus is a poll's HTTP status while the task runs.
+	InFlightStatus int
+	// ListItem is "task" (list items summarise tasks: the image list) or
+	// "poll" (list items are poll bodies).
+	ListItem         string
+	ListLimitDefault int
+	ListLimitMax     int
+	// ListStatuses are the status filter values a list accepts, "all" aside.
+	ListStatuses []string
+	// ListToExcludesDay: a date-form "to" excludes that day.
+	ListToExcludesDay bool
+	MaxRuntime        time.Duration // a task's longest run
+	AttemptTimeout    time.Duration // one upstream attempt of a synchronous call
+	CallTimeout       time.Duration // a synchronous call across attempts
+	// KeepAliveAfter: a synchronous answer slower than this keeps the
+	// connection with whitespace under a 200 status; 0 never.
+	KeepAliveAfter time.Duration
+	Retention      time.Duration // hosted results
+	// ResumeAfterRestart: a task cut by a gateway restart polls on; when
+	// false it fails, refunded in full.
+	ResumeAfterRestart bool
+	ModelOptional      bool
+
+	// Record: the family's tasks are records the plugin renders (the
+	// video object, a voice, an avatar): JobPlan.Record is what the submit
+	// answers, a running outcome's Body the record as it stands, a
+	// succeeded outcome's Body the final record. The gateway writes the
+	// status word at "status"; a poll answers the record (with
+	// InFlightStatus while it runs, else 200) and a list item is the
+	// record. A task that fails, times out, is cut by a restart or is
+	// cancelled is a record too: status failed (or cancelled) and
+	// "error". Without Record a task shows {id, status, model, created_at}
+	// while it runs and its final answer (or error) once it ended.
+	Record bool
+	// RecordError is the form of a failed record's "error": RecordErrorObject
+	// ({code, message}, the default) or RecordErrorMessage (the message).
+	RecordError string
+	// ExpireResults: a succeeded task whose hosted result passed its
+	// retention becomes expired (no money moves).
+	ExpireResults bool
+}
+
+// FamilyRoute is one public route of a family.
+type FamilyRoute struct {
+	Method    string
+	Path      string // a pattern: /v1/images/generations/{id}
+	Kind      string // RouteCreate, RoutePoll, RouteList, RouteDelete or RouteRead
+	Operation string // create and read routes: generations, edits, presets...; a list's merge (JobReader)
+	Multipart bool   // accepts multipart/form-data as well as JSON
+	MaxBody   int64
+	// Async is AsyncNever, AsyncField (the body's async decides) or
+	// AsyncAlways.
+	Async string
+
+	// The route's billing identity, where it is not the family's: the
+	// unit type of its rows, the price unit it bills, the prefix of its
+	// task ids (the tasks a poll, list or delete route serves are those
+	// of its prefix), and the model it runs when the body names none (a
+	// route whose model is implied: avatar registration).
+	UnitType   string
+	PriceUnit  string
+	TaskPrefix string
+	Model      string
+	// StatusWords override the family's for the tasks this create route
+	// makes (an avatar is pending, ready, failed).
+	StatusWords map[string]string
+	// Recorded: a synchronous create is kept as an ended task so that
+	// later calls can refer to it (a cloned voice); a failed one is not
+	// kept.
+	Recorded bool
+	// Refs are the body fields that may name an earlier task of the
+	// caller's account (the gateway resolves them: JobRequest.Refs).
+	Refs []RefField
+	// Gate is a model the key's allowlist must permit for this route
+	// (a helper route of a family, such as the editing templates).
+	Gate string
+	// List overrides the family's list vocabulary on a list route.
+	List *ListSpec
+}
+
+// RefField is a body field that may name an earlier task: a value with
+// Prefix (the collection of the tasks it names, their create route's
+// TaskPrefix) is one of the gateway's ids and must resolve; any other
+// value passes through (a preset).
+type RefField struct {
+	Field  string
+	Prefix string
+}
+
+// ListSpec is a list route's vocabulary (FamilySpec's list fields).
+type ListSpec struct {
+	Statuses      []string
+	LimitDefault  int
+	LimitMax      int
+	ToExcludesDay bool
+}
+
+// Route kinds and async modes.
+const (
+	RouteCreate = "create"
+	RoutePoll   = "poll"
+	RouteList   = "list"
+	// RouteDelete hides an ended task of the route's prefix from its
+	// account (400 while it runs).
+	RouteDelete = "delete"
+	// RouteRead is a free read the plugin answers (JobReader): no hold,
+	// no row.
+	RouteRead = "read"
+
+	AsyncNever  = ""
+	AsyncField  = "field"
+	AsyncAlways = "always"
+
+	RecordErrorObject  = "object"
+	RecordErrorMessage = "message"
+)
+
+// Billing is a route's billing identity: its own, else its family's.
+type Billing struct {
+	UnitType, PriceUnit, TaskPrefix, Model string
+}
+
+// BillingOf is the billing identity of route rt of the family.
+func (s *FamilySpec) BillingOf(rt *FamilyRoute) Billing {
+	b := Billing{UnitType: s.UnitType, PriceUnit: s.PriceUnit, TaskPrefix: s.TaskPrefix}
+	if rt == nil {
+		return b
+	}
+	if rt.UnitType != "" {
+		b.UnitType = rt.UnitType
+	}
+	if rt.PriceUnit != "" {
+		b.PriceUnit = rt.PriceUnit
+	}
+	if rt.TaskPrefix != "" {
+		b.TaskPrefix = rt.TaskPrefix
+	}
+	b.Model = rt.Model
+	return b
+}
+
+// CreateRoute is the family's create route whose tasks have prefix (nil
+// when none).
+func (s *FamilySpec) CreateRoute(prefix string) *FamilyRoute {
+	for i := range s.Routes {
+		rt := &s.Routes[i]
+		if rt.Kind == RouteCreate && s.BillingOf(rt).TaskPrefix == prefix {
+			return rt
+		}
+	}
+	return nil
+}
+
+// Word is how the family names a task state for tasks of prefix: the
+// create route's words, else the family's, else the state itself.
+func (s *FamilySpec) Word(prefix, state string) string {
+	if rt := s.CreateRoute(prefix); rt != nil {
+		if w, ok := rt.StatusWords[state]; ok {
+			return w
+		}
+	}
+	if w, ok := s.StatusWords[state]; ok {
+		return w
+	}
+	return state
+}
+
+// ListOf is the list vocabulary of list route rt: its own, else the
+// family's.
+func (s *FamilySpec) ListOf(rt *FamilyRoute) ListSpec {
+	if rt != nil && rt.List != nil {
+		return *rt.List
+	}
+	return ListSpec{Statuses: s.ListStatuses, LimitDefault: s.ListLimitDefault, LimitMax: s.ListLimitMax,
+		ToExcludesDay: s.ListToExcludesDay}
+}
+
+// TaskCollection is the collection of a task id: its prefix up to and
+// including the first underscore (vid_ of vid_0f3a...); "" when it has
+// none.
+func TaskCollection(id string) string {
+	if i := strings.IndexByte(id, '_'); i > 0 {
+		return id[:i+1]
+	}
+	return ""
+}
+
+// SameShape reports why two families' declarations of one method and path
+// cannot share it ("" when they can): a shared route serves every family
+// alike, so its kind, operation, body rules, async mode, task prefix,
+// implied model, gate and list vocabulary must agree. Its unit type and
+// price unit may differ (the model's family bills).
+func SameShape(a *FamilySpec, ra *FamilyRoute, b *FamilySpec, rb *FamilyRoute) string {
+	ba, bb := a.BillingOf(ra), b.BillingOf(rb)
+	la, lb := a.ListOf(ra), b.ListOf(rb)
+	switch {
+	case ra.Kind != rb.Kind:
+		return fmt.Sprintf("kind %q against %q", ra.Kind, rb.Kind)
+	case ra.Operation != rb.Operation:
+		return fmt.Sprintf("operation %q against %q", ra.Operation, rb.Operation)
+	case ra.Multipart != rb.Multipart || ra.MaxBody != rb.MaxBody:
+		return "body rules (multipart, max body)"
+	case ra.Async != rb.Async:
+		return fmt.Sprintf("async %q against %q", ra.Async, rb.Async)
+	case ba.TaskPrefix != bb.TaskPrefix:
+		return fmt.Sprintf("task prefix %q against %q", ba.TaskPrefix, bb.TaskPrefix)
+	case ra.Model != rb.Model:
+		return fmt.Sprintf("implied model %q against %q", ra.Model, rb.Model)
+	case ra.Gate != rb.Gate:
+		return fmt.Sprintf("gate %q against %q", ra.Gate, rb.Gate)
+	case ra.Kind == RouteList && (!slices.Equal(la.Statuses, lb.Statuses) || la.LimitDefault != lb.LimitDefault ||
+		la.LimitMax != lb.LimitMax || la.ToExcludesDay != lb.ToExcludesDay):
+		return "list vocabulary (statuses, limits, date bounds)"
+	case ra.Kind == RouteCreate && !slices.Equal(ra.Refs, rb.Refs):
+		return "reference fields"
+	}
+	return ""
+}
+
+// SameSpec reports whether two plugins describe a family alike.
+func SameSpec(a, b *FamilySpec) bool {
+	flat := func(s *FamilySpec) string {
+		c := *s
+		c.Routes = nil
+		out := fmt.Sprintf("%+v", c)
+		for _, r := range s.Routes {
+			l := r.List
+			r.List = nil
+			out += fmt.Sprintf("|%+v", r)
+			if l != nil {
+				out += fmt.Sprintf("%+v", *l)
+			}
+		}
+		return out
+	}
+	return flat(a) == flat(b)
+}
