@@ -296,7 +296,7 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			CallTimeout: ms(p.GetCallTimeoutMs()), KeepAliveAfter: ms(p.GetKeepaliveAfterMs()),
 			Retention: ms(p.GetRetentionMs()), ResumeAfterRestart: p.GetResumeAfterRestart(),
 			ModelOptional: p.GetModelOptional(),
-			Record: p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
+			Record:        p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
 		}
 		for _, r := range p.GetRoutes() {
 			rt := FamilyRoute{Method: r.GetMethod(), Path: r.GetPath(), Kind: r.GetKind(),

@@ -98,8 +98,8 @@ func TestJobsContractRoundTrip(t *testing.T) {
 	req := &vendor.JobRequest{Family: "video", Operation: "make", Channel: "c", Body: []byte(`{}`),
 		Model:  vendor.JobModel{ID: "m", Upstream: "u", Settings: map[string]string{"a": "b"}, Tiers: []string{"fast"}},
 		TaskID: "vid_1", Submitted: time.UnixMilli(1700000000123),
-		Files:  []vendor.JobFile{{Field: "image", Filename: "a.png", ContentType: "image/png", URL: "http://127.0.0.1/files/x", Size: 7, SHA256: "ab"}},
-		Refs:   []vendor.JobRef{{Field: "voice", TaskID: "voc_1", Family: "voice", Model: "v", UpstreamRef: "up", Record: []byte(`{"id":"voc_1"}`)}},
+		Files: []vendor.JobFile{{Field: "image", Filename: "a.png", ContentType: "image/png", URL: "http://127.0.0.1/files/x", Size: 7, SHA256: "ab"}},
+		Refs:  []vendor.JobRef{{Field: "voice", TaskID: "voc_1", Family: "voice", Model: "v", UpstreamRef: "up", Record: []byte(`{"id":"voc_1"}`)}},
 	}
 	f.plan = &vendor.JobPlan{Hold: []vendor.Units{{Count: 5}}, UpstreamJob: true, Record: []byte(`{"id":"vid_1"}`)}
 	plan, err := j.Validate(t.Context(), req)
