@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
@@ -31,6 +33,19 @@ func TaskTerminal(s string) bool {
 // ErrLeaseLost is returned when a task changes hands: another instance
 // took it over after its lease ended, or it has already ended.
 var ErrLeaseLost = errors.New("store: task lease lost")
+
+// ErrTaskRunning is returned by HideTask for a task that has not ended.
+var ErrTaskRunning = errors.New("store: the task has not ended")
+
+// TaskCollection is the collection of a task id: its prefix up to and
+// including the first underscore (vid_ of vid_0f3a...), the tasks one
+// family route polls and lists; "" when it has none.
+func TaskCollection(id string) string {
+	if i := strings.IndexByte(id, '_'); i > 0 {
+		return id[:i+1]
+	}
+	return ""
+}
 
 // Task is one async job (an image with async, a video, a song...). It is
 // written before the submit is answered and owns the job's hold: the
@@ -81,9 +96,17 @@ type Task struct {
 
 	// Result is the answer of an ended task: what a poll returns.
 	Result *TaskResult `json:"result,omitempty"`
-	// Hidden tasks were refused at submit: the client never saw their id,
-	// so lists leave them out.
+	// Hidden tasks were refused at submit (the client never saw their id)
+	// or deleted by their account: polls, lists and references leave them
+	// out.
 	Hidden bool `json:"hidden,omitempty"`
+	// Record is the task as its family renders it (a video object, a
+	// voice), for families whose tasks are records: what a poll shows,
+	// without the status word, which the gateway writes in.
+	Record json.RawMessage `json:"record,omitempty"`
+	// ExpireAt is when a succeeded task's result passes its retention and
+	// the task becomes expired (ExpireTasks); zero for never.
+	ExpireAt time.Time `json:"expire_at,omitempty"`
 }
 
 // TaskResult is how a task ended, and what a poll answers from then on.
@@ -111,6 +134,9 @@ type TaskQuery struct {
 	AccountID string
 	KeyID     string
 	Family    string
+	// Collection selects the tasks whose id has this prefix (a family
+	// route's task prefix: vid_), whatever their family.
+	Collection string
 	Statuses  []string  // any of
 	From, To  time.Time // SubmittedAt >= From and < To
 	// Before continues a page: tasks strictly older than this position.
@@ -155,4 +181,15 @@ type Tasks interface {
 	// DropTaskResult forgets the body of an ended task's result (a base64
 	// answer delivered once), keeping the rest.
 	DropTaskResult(ctx context.Context, id string) error
+	// HideTask hides an ended task from its account (a delete):
+	// ErrTaskRunning while it runs, ErrNotFound when there is none.
+	HideTask(ctx context.Context, id string) error
+	// TakeTask gives owner, until until, an unfinished task whatever its
+	// lease (an operator cancelling it), and returns it as it was, with
+	// its job. ErrLeaseLost: it has ended; ErrNotFound: there is none. The
+	// previous owner's next write of it fails with ErrLeaseLost.
+	TakeTask(ctx context.Context, id, owner string, until time.Time) (Task, error)
+	// ExpireTasks turns up to limit succeeded tasks whose ExpireAt is not
+	// after now into expired (no money moves) and returns their ids.
+	ExpireTasks(ctx context.Context, now time.Time, limit int) ([]string, error)
 }

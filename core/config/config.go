@@ -235,6 +235,11 @@ type Model struct {
 	// MaxDuration is the hold, in seconds, of a per-second model called
 	// without a duration.
 	MaxDuration int
+	// MaxRuntime and CallTimeout shorten the family's longest task run
+	// and its synchronous wait for this model (0: the family's); they
+	// never lengthen them.
+	MaxRuntime  time.Duration
+	CallTimeout time.Duration
 	// Settings are further family settings handed to the plugin.
 	Settings map[string]string
 	// Free says the model is served at no charge on purpose. A model needs
@@ -266,23 +271,32 @@ type Price struct {
 
 // Unit returns the price of one unit of kind priceUnit (per_image,
 // per_second, per_character, per_call, per_generation) at tier ("" is the
-// base price), and whether the model prices it.
+// base price), and whether the model prices it. It fails closed: a model
+// that prices the unit by a tier table (per_second_by_resolution,
+// per_image_hd) bills a tier at its entry and a tier the table lacks not
+// at all; a model without a table bills every tier at its flat price; a
+// model that prices the unit only by table has no base price.
 func (p *Price) Unit(priceUnit, tier string) (money.Nano, bool) {
-	if tier != "" {
-		switch {
-		case priceUnit == "per_image" && tier == "hd" && p.PerImageHD > 0:
-			return p.PerImageHD, true
-		case priceUnit == "per_second":
+	switch priceUnit {
+	case "per_second":
+		if len(p.PerSecondByResolution) > 0 {
+			if tier == "" {
+				return p.PerSecond, p.PerSecond > 0
+			}
 			n, ok := p.PerSecondByResolution[tier]
 			return n, ok
 		}
-		return 0, false
-	}
-	switch priceUnit {
-	case "per_image":
-		return p.PerImage, true
-	case "per_second":
 		return p.PerSecond, true
+	case "per_image":
+		switch {
+		case tier == "":
+			return p.PerImage, true
+		case tier == "hd" && p.PerImageHD > 0:
+			return p.PerImageHD, true
+		case p.PerImageHD > 0:
+			return 0, false // an area-priced model knows only hd
+		}
+		return p.PerImage, true
 	case "per_character":
 		return p.PerCharacter, true
 	case "per_call":
@@ -291,6 +305,25 @@ func (p *Price) Unit(priceUnit, tier string) (money.Nano, bool) {
 		return p.PerGeneration, true
 	}
 	return 0, false
+}
+
+// Prices reports whether the model's price block sets the unit priceUnit
+// bills (a tier table counts for per_second): a media model called on a
+// route that bills a unit it does not price would serve for nothing.
+func (p *Price) Prices(priceUnit string) bool {
+	switch priceUnit {
+	case "per_second":
+		return p.PerSecond > 0 || len(p.PerSecondByResolution) > 0
+	case "per_image":
+		return p.PerImage > 0
+	case "per_character":
+		return p.PerCharacter > 0
+	case "per_call":
+		return p.PerCall > 0
+	case "per_generation":
+		return p.PerGeneration > 0
+	}
+	return false
 }
 
 // Tiers lists the price tiers the model has besides the base one.

@@ -624,6 +624,7 @@ var modelSchema = &hcl.BodySchema{
 		{Name: "default_max_tokens"}, {Name: "max_output_tokens"},
 		{Name: "translate_from"}, {Name: "timeout"}, {Name: "idle_timeout"},
 		{Name: "grid"}, {Name: "ignore_size"}, {Name: "keepalive_after"}, {Name: "max_duration"},
+		{Name: "max_runtime"}, {Name: "call_timeout"},
 		{Name: "settings"}, {Name: "free"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "price"}, {Type: "caps"}},
@@ -674,6 +675,8 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 	d.boolean(c.Attributes["ignore_size"], where, &m.IgnoreSize)
 	d.duration(c.Attributes["keepalive_after"], where, &m.KeepAliveAfter)
 	d.intMin(c.Attributes["max_duration"], where, 1, &m.MaxDuration)
+	d.duration(c.Attributes["max_runtime"], where, &m.MaxRuntime)
+	d.duration(c.Attributes["call_timeout"], where, &m.CallTimeout)
 	m.Settings = d.strMap(c.Attributes["settings"], where)
 	var priceBlock, capsBlock *hcl.Block
 	for _, blk := range c.Blocks {

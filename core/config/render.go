@@ -141,6 +141,12 @@ func Render(c *Config) string {
 		if m.MaxDuration != 0 {
 			b.SetAttributeValue("max_duration", cty.NumberIntVal(int64(m.MaxDuration)))
 		}
+		if m.MaxRuntime != 0 {
+			b.SetAttributeValue("max_runtime", cty.StringVal(m.MaxRuntime.String()))
+		}
+		if m.CallTimeout != 0 {
+			b.SetAttributeValue("call_timeout", cty.StringVal(m.CallTimeout.String()))
+		}
 		setMap(b, "settings", m.Settings)
 		if m.IdleTimeout != 0 {
 			b.SetAttributeValue("idle_timeout", cty.StringVal(m.IdleTimeout.String()))

@@ -3,7 +3,6 @@ package vendor
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -201,16 +200,6 @@ func (s *FamilySpec) ListOf(rt *FamilyRoute) ListSpec {
 	}
 	return ListSpec{Statuses: s.ListStatuses, LimitDefault: s.ListLimitDefault, LimitMax: s.ListLimitMax,
 		ToExcludesDay: s.ListToExcludesDay}
-}
-
-// TaskCollection is the collection of a task id: its prefix up to and
-// including the first underscore (vid_ of vid_0f3a...); "" when it has
-// none.
-func TaskCollection(id string) string {
-	if i := strings.IndexByte(id, '_'); i > 0 {
-		return id[:i+1]
-	}
-	return ""
 }
 
 // SameShape reports why two families' declarations of one method and path

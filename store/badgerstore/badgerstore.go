@@ -143,6 +143,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if err == nil {
 		err = s.indexLogValues()
 	}
+	if err == nil {
+		err = s.indexTaskCollections()
+	}
 	if err != nil {
 		if s.logSeq != nil {
 			_ = s.logSeq.Release()

@@ -29,7 +29,7 @@ const (
 	pLogRef   = "logref/"   // logref/{request or task id}\x00{id:8}   -> empty
 	pModel    = "model/"    // model/{model}                           -> model (JSON)
 	pSeq      = "seq/"      // seq/log, seq/ledger                     -> badger.Sequence state
-	pMeta     = "meta/"     // meta/journal, meta/logdims              -> last journal record applied(8); empty
+	pMeta     = "meta/"     // meta/journal, meta/logdims, meta/taskcoll -> last journal record applied(8); empty
 	pKeyUsed  = "keyused/"  // keyused/{key}                           -> last use, time(12)
 	pIdem     = "idem/"     // idem/{account}\x00{idempotency key}     -> idempotency record
 	pLogMod   = "logmod/"   // logmod/{account}\x00{model}\x00{ts:12}{id:8} -> key id, index value
@@ -39,6 +39,8 @@ const (
 	pTaskBody = "taskbody/" // taskbody/{task}                               -> the result body
 	pTaskAcct = "taskacct/" // taskacct/{account}\x00{family}\x00{ts:12}{task} -> empty: newest-first lists
 	pTaskOpen = "taskopen/" // taskopen/{account}\x00{task}                   -> empty: unfinished tasks
+	pTaskColl = "taskcoll/" // taskcoll/{account}\x00{collection}\x00{ts:12}{task} -> empty: a route's newest-first lists
+	pTaskExp  = "taskexp/"  // taskexp/{ts:12}{task}                          -> empty: succeeded tasks by result expiry
 	pKB       = "kb/"       // kb/{kb}                                          -> knowledge base (JSON)
 	pKBPage   = "kbpage/"   // kbpage/{page}                                    -> page (JSON); ids are global
 	pKBPages  = "kbpages/"  // kbpages/{kb}\x00{page}                           -> empty: a base's pages by id
@@ -183,5 +185,8 @@ var kbSeqKey = []byte(pMeta + "kbseq")
 // logDimsKey marks a store whose rows all have their per-value index
 // entries (stores from before those indexes get them once, at open).
 var logDimsKey = []byte(pMeta + "logdims")
+
+// taskCollKey marks a store whose tasks are indexed by collection.
+var taskCollDoneKey = []byte(pMeta + "taskcoll")
 
 func encodeSeq(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }

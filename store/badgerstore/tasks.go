@@ -39,6 +39,18 @@ func taskAcctKey(t *store.Task) []byte {
 	return append(appendTS(taskAcctPrefix(t.AccountID, t.Family), t.SubmittedAt), t.ID...)
 }
 
+func taskCollPrefix(account, coll string) []byte {
+	return append(append(scoped(pTaskColl, account), coll...), sep)
+}
+
+func taskCollKey(t *store.Task) []byte {
+	return append(appendTS(taskCollPrefix(t.AccountID, store.TaskCollection(t.ID)), t.SubmittedAt), t.ID...)
+}
+
+func taskExpKey(at time.Time, id string) []byte {
+	return append(appendTS([]byte(pTaskExp), at), id...)
+}
+
 // encodeTask is the task without its job and result body.
 func encodeTask(t *store.Task) ([]byte, error) {
 	c := *t
@@ -121,6 +133,9 @@ func (s *Store) CreateTask(ctx context.Context, t store.Task) error {
 		if err := txn.Set(taskAcctKey(&t), nil); err != nil {
 			return err
 		}
+		if err := txn.Set(taskCollKey(&t), nil); err != nil {
+			return err
+		}
 		return txn.Set(taskOpenKey(t.AccountID, t.ID), nil)
 	})
 }
@@ -170,17 +185,20 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) ([]store.Task,
 				return nil
 			})
 		}
-		prefix := scoped(pTaskAcct, q.AccountID)
-		if q.Family != "" {
-			prefix = taskAcctPrefix(q.AccountID, q.Family)
+		index, prefix, ordered := pTaskAcct, scoped(pTaskAcct, q.AccountID), false
+		switch {
+		case q.Collection != "":
+			index, prefix, ordered = pTaskColl, taskCollPrefix(q.AccountID, q.Collection), true
+		case q.Family != "":
+			prefix, ordered = taskAcctPrefix(q.AccountID, q.Family), true
 		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
 		defer it.Close()
 		for it.Seek(seekPast(prefix)); it.Valid() && len(out) < limit; it.Next() {
 			k := it.Item().Key()
-			// {prefix}[{family}\x00]{ts:12}{id}: the family is part of the
-			// prefix, or read up to the separator.
-			rest := k[len(scoped(pTaskAcct, q.AccountID)):]
+			// {index}{account}\x00[{group}\x00]{ts:12}{id}: the family or
+			// collection is part of the prefix, or read up to the separator.
+			rest := k[len(scoped(index, q.AccountID)):]
 			i := bytes.IndexByte(rest, sep)
 			if i < 0 || len(rest) < i+1+tsLen {
 				return errCorrupt
@@ -190,7 +208,7 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) ([]store.Task,
 				continue
 			}
 			if !q.From.IsZero() && ts.Before(q.From) {
-				if q.Family != "" {
+				if ordered {
 					break
 				}
 				continue
@@ -211,7 +229,7 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) ([]store.Task,
 	if err != nil {
 		return nil, err
 	}
-	if q.Unfinished || q.Family == "" {
+	if q.Unfinished || q.Family == "" && q.Collection == "" {
 		// These walks do not come out in list order.
 		slices.SortFunc(out, func(a, b store.Task) int {
 			if c := b.SubmittedAt.Compare(a.SubmittedAt); c != 0 {
@@ -241,6 +259,9 @@ func taskMatches(q *store.TaskQuery, t *store.Task) bool {
 		return false
 	}
 	if q.Family != "" && t.Family != q.Family {
+		return false
+	}
+	if q.Collection != "" && store.TaskCollection(t.ID) != q.Collection {
 		return false
 	}
 	if q.KeyID != "" && t.KeyID != q.KeyID {
@@ -465,6 +486,11 @@ func writeFinish(txn *badger.Txn, e *entry) error {
 	if err := txn.Delete(taskJobKey(e.taskID)); err != nil {
 		return err
 	}
+	if t.Status == store.TaskSucceeded && !t.ExpireAt.IsZero() {
+		if err := txn.Set(taskExpKey(t.ExpireAt, e.taskID), nil); err != nil {
+			return err
+		}
+	}
 	return txn.Delete(taskOpenKey(t.AccountID, e.taskID))
 }
 
@@ -487,6 +513,139 @@ func (s *Store) DropTaskResult(ctx context.Context, id string) error {
 		}
 		return writeTaskHead(txn, &t)
 	})
+}
+
+// HideTask implements store.Tasks.
+func (s *Store) HideTask(ctx context.Context, id string) error {
+	if err := checkID("task", id); err != nil {
+		return store.ErrNotFound
+	}
+	if err := s.seen(ctx); err != nil {
+		return err
+	}
+	return s.update(ctx, func(txn *badger.Txn) error {
+		t, err := readTaskHead(txn, id)
+		if err != nil {
+			return err
+		}
+		if !store.TaskTerminal(t.Status) {
+			return store.ErrTaskRunning
+		}
+		t.Hidden = true
+		return writeTaskHead(txn, &t)
+	})
+}
+
+// TakeTask implements store.Tasks.
+func (s *Store) TakeTask(ctx context.Context, id, owner string, until time.Time) (store.Task, error) {
+	if err := checkID("task", id); err != nil {
+		return store.Task{}, store.ErrNotFound
+	}
+	if err := s.seen(ctx); err != nil {
+		return store.Task{}, err
+	}
+	var prev store.Task
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		t, err := readTask(txn, id)
+		if err != nil {
+			return err
+		}
+		if store.TaskTerminal(t.Status) {
+			return store.ErrLeaseLost
+		}
+		prev = t
+		t.Job = nil
+		t.Owner, t.LeaseUntil = owner, until
+		return writeTaskHead(txn, &t)
+	})
+	return prev, err
+}
+
+// ExpireTasks implements store.Tasks.
+func (s *Store) ExpireTasks(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := s.seen(ctx); err != nil {
+		return nil, err
+	}
+	var ids []string
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		ids = ids[:0]
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pTaskExp)})
+		var due [][]byte
+		for it.Rewind(); it.Valid() && len(due) < limit; it.Next() {
+			k := it.Item().Key()
+			if len(k) < len(pTaskExp)+tsLen || parseTS(k[len(pTaskExp):]).After(now) {
+				break
+			}
+			due = append(due, it.Item().KeyCopy(nil))
+		}
+		it.Close()
+		for _, k := range due {
+			id := string(k[len(pTaskExp)+tsLen:])
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+			t, err := readTaskHead(txn, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if t.Status != store.TaskSucceeded {
+				continue
+			}
+			t.Status = store.TaskExpired
+			if err := writeTaskHead(txn, &t); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// indexTaskCollections gives the tasks of a store written before the
+// collection index their entries, once.
+func (s *Store) indexTaskCollections() error {
+	var done bool
+	if err := s.db.View(func(txn *badger.Txn) (err error) {
+		done, err = exists(txn, taskCollDoneKey)
+		return err
+	}); err != nil || done {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		return scanPrefix(txn, []byte(pTask), true, func(it *badger.Item) error {
+			return it.Value(func(v []byte) error {
+				var t store.Task
+				if err := json.Unmarshal(v, &t); err != nil {
+					return nil // not ours to judge here; reads report it
+				}
+				if !validID(t.AccountID) || !validID(t.ID) {
+					return nil
+				}
+				n++
+				return wb.Set(taskCollKey(&t), nil)
+			})
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("badgerstore: indexing tasks by collection: %w", err)
+	}
+	if err := wb.Set(taskCollDoneKey, nil); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("tasks indexed by collection", "tasks", n)
+	}
+	return nil
 }
 
 var _ store.Tasks = (*Store)(nil)

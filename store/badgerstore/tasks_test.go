@@ -66,3 +66,34 @@ func TestTasksDurable(t *testing.T) {
 	dir := t.TempDir()
 	storetest.RunDurableTasks(t, func(t *testing.T) store.Store { return openTemp(t, dir, Options{}) })
 }
+
+// A store whose tasks were written before the collection index gets their
+// entries once, at open.
+func TestTaskCollectionsIndexedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	s := openTemp(t, dir, Options{})
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, id := range []string{"vid_1", "vid_2", "img_1"} {
+		tk := store.Task{ID: id, AccountID: "a", KeyID: "k", Family: "video", Model: "m", Status: store.TaskRunning,
+			RequestID: "req-" + id, HoldID: "req-" + id, SubmittedAt: at, Owner: "gw"}
+		if err := s.CreateTask(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As an older version left it: no collection entries, no marker.
+	if err := s.db.DropPrefix([]byte(pTaskColl), taskCollDoneKey); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ListTasks(ctx, store.TaskQuery{AccountID: "a", Collection: "vid_"}); len(got) != 0 {
+		t.Fatalf("entries survived the drop: %v", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTemp(t, dir, Options{})
+	got, err := s.ListTasks(ctx, store.TaskQuery{AccountID: "a", Collection: "vid_"})
+	if err != nil || len(got) != 2 || got[0].ID != "vid_2" || got[1].ID != "vid_1" {
+		t.Fatalf("after the index: %v %v", got, err)
+	}
+}

@@ -75,9 +75,9 @@ func (s *Store) CreateTask(ctx context.Context, t store.Task) error {
 		job = t.Job
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO tasks (id, account_id, family, key_id, status, finished, hidden,
-		submitted_at, owner, lease_until, head, job) VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, $9, $10, $11)`,
+		submitted_at, owner, lease_until, head, job, collection) VALUES ($1, $2, $3, $4, $5, false, $6, $7, $8, $9, $10, $11, $12)`,
 		t.ID, t.AccountID, t.Family, txt(t.KeyID), txt(t.Status), t.Hidden, ns(t.SubmittedAt), txt(t.Owner),
-		ns(t.LeaseUntil), head, job)
+		ns(t.LeaseUntil), head, job, txt(store.TaskCollection(t.ID)))
 	return s.fail(err)
 }
 
@@ -121,6 +121,9 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) ([]store.Task,
 	b.WriteString("account_id = $1 AND NOT hidden")
 	if q.Family != "" {
 		b.WriteString(" AND family = " + arg(txt(q.Family)))
+	}
+	if q.Collection != "" {
+		b.WriteString(" AND collection = " + arg(txt(q.Collection)))
 	}
 	if q.KeyID != "" {
 		b.WriteString(" AND key_id = " + arg(txt(q.KeyID)))
@@ -284,11 +287,15 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 	if len(t.Result.Body) > 0 {
 		body = t.Result.Body
 	}
+	var expire int64
+	if t.Status == store.TaskSucceeded && !t.ExpireAt.IsZero() {
+		expire = ns(t.ExpireAt)
+	}
 	var id uint64
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE tasks SET status = $3, finished = true, hidden = $4, head = $5,
-			body = $6, job = NULL WHERE id = $1 AND owner = $2 AND NOT finished`,
-			t.ID, txt(t.Owner), txt(t.Status), t.Hidden, head, body)
+			body = $6, job = NULL, expire_at = $7 WHERE id = $1 AND owner = $2 AND NOT finished`,
+			t.ID, txt(t.Owner), txt(t.Status), t.Hidden, head, body, expire)
 		if err != nil {
 			return err
 		}
@@ -346,6 +353,127 @@ func (s *Store) DropTaskResult(ctx context.Context, id string) error {
 		_, err = tx.Exec(ctx, `UPDATE tasks SET head = $2, body = NULL WHERE id = $1`, id, h)
 		return err
 	})
+}
+
+// HideTask implements store.Tasks.
+func (s *Store) HideTask(ctx context.Context, id string) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	if !validID(id) {
+		return store.ErrNotFound
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		var head []byte
+		var owner string
+		var lease int64
+		var finished bool
+		if err := tx.QueryRow(ctx, `SELECT head, owner, lease_until, finished FROM tasks WHERE id = $1 FOR UPDATE`, id).
+			Scan(&head, &owner, &lease, &finished); err != nil {
+			return err
+		}
+		if !finished {
+			return store.ErrTaskRunning
+		}
+		t, err := taskFrom(head, owner, lease, nil, nil)
+		if err != nil {
+			return err
+		}
+		t.Hidden = true
+		h, err := taskHead(&t)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE tasks SET head = $2, hidden = true WHERE id = $1`, id, h)
+		return err
+	})
+}
+
+// TakeTask implements store.Tasks.
+func (s *Store) TakeTask(ctx context.Context, id, owner string, until time.Time) (store.Task, error) {
+	if err := s.enter(ctx); err != nil {
+		return store.Task{}, err
+	}
+	if !validID(id) {
+		return store.Task{}, store.ErrNotFound
+	}
+	var t store.Task
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var head, job []byte
+		var prev string
+		var lease int64
+		var finished bool
+		if err := tx.QueryRow(ctx, `SELECT head, owner, lease_until, finished, job FROM tasks WHERE id = $1 FOR UPDATE`, id).
+			Scan(&head, &prev, &lease, &finished, &job); err != nil {
+			return err
+		}
+		if finished {
+			return store.ErrLeaseLost
+		}
+		var err error
+		if t, err = taskFrom(head, prev, lease, job, nil); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE tasks SET owner = $2, lease_until = $3 WHERE id = $1`, id, txt(owner), ns(until))
+		return err
+	})
+	return t, s.fail(err)
+}
+
+// ExpireTasks implements store.Tasks.
+func (s *Store) ExpireTasks(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	var ids []string
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id, head, owner, lease_until FROM tasks
+			WHERE status = 'succeeded' AND expire_at > 0 AND expire_at <= $1
+			ORDER BY expire_at LIMIT $2 FOR UPDATE SKIP LOCKED`, ns(now), limit)
+		if err != nil {
+			return err
+		}
+		type due struct {
+			id   string
+			head []byte
+		}
+		var ds []due
+		for rows.Next() {
+			var d due
+			var owner string
+			var lease int64
+			if err := rows.Scan(&d.id, &d.head, &owner, &lease); err != nil {
+				rows.Close()
+				return err
+			}
+			ds = append(ds, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, d := range ds {
+			t, err := taskFrom(d.head, "", 0, nil, nil)
+			if err != nil {
+				return err
+			}
+			t.Status = store.TaskExpired
+			h, err := taskHead(&t)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET status = $2, head = $3, expire_at = 0 WHERE id = $1`,
+				d.id, store.TaskExpired, h); err != nil {
+				return err
+			}
+			ids = append(ids, d.id)
+		}
+		return nil
+	})
+	return ids, s.fail(err)
 }
 
 var _ store.Tasks = (*Store)(nil)

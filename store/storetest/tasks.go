@@ -18,6 +18,9 @@ func RunTasks(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("task leases", func(t *testing.T) { t.Parallel(); testTaskLeases(t, open(t)) })
 	t.Run("task finish once", func(t *testing.T) { t.Parallel(); testTaskFinishOnce(t, open(t)) })
 	t.Run("task claims race", func(t *testing.T) { t.Parallel(); testTaskClaimRace(t, open(t)) })
+	t.Run("task collections", func(t *testing.T) { t.Parallel(); testTaskCollections(t, open(t)) })
+	t.Run("task records, hide, take", func(t *testing.T) { t.Parallel(); testTaskHideTake(t, open(t)) })
+	t.Run("task expiry", func(t *testing.T) { t.Parallel(); testTaskExpiry(t, open(t)) })
 }
 
 // newTask places the hold a task owns and writes the task, owned by owner.
@@ -287,6 +290,118 @@ func testTaskClaimRace(t *testing.T, s store.Store) {
 			t.Fatalf("task %s claimed %d times", id, n)
 		}
 	}
+}
+
+// A collection (an id prefix) lists the tasks of every family on one
+// route, newest first, with the filters of a family list.
+func testTaskCollections(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newAccount(t, s, "a", cr(1000))
+	newAccount(t, s, "b", cr(1000))
+	_ = newFamilyTask(t, s, "video", "a", "vid_1", "gw1", cr(1), t0)
+	_ = newFamilyTask(t, s, "clip", "a", "vid_2", "gw1", cr(1), t0.Add(time.Minute))
+	av := newFamilyTask(t, s, "avatar", "a", "vid_3", "gw1", cr(1), t0.Add(2*time.Minute))
+	_ = newFamilyTask(t, s, "avatar", "a", "avt_1", "gw1", cr(1), t0.Add(3*time.Minute))
+	_ = newFamilyTask(t, s, "video", "b", "vid_b", "gw1", cr(1), t0)
+	done, st := finish(av, store.TaskSucceeded, cr(1), `{}`)
+	mustNil(t, "finish", s.FinishTask(ctx, done, st))
+	list := func(q store.TaskQuery) []string {
+		t.Helper()
+		if q.AccountID == "" {
+			q.AccountID = "a"
+		}
+		got, err := s.ListTasks(ctx, q)
+		mustNil(t, "list", err)
+		out := []string{}
+		for _, tk := range got {
+			out = append(out, tk.ID)
+		}
+		return out
+	}
+	same(t, "a collection of three families", list(store.TaskQuery{Collection: "vid_"}), []string{"vid_3", "vid_2", "vid_1"})
+	same(t, "limit and cursor", list(store.TaskQuery{Collection: "vid_", Limit: 1,
+		Before: &store.TaskPosition{SubmittedAt: t0.Add(2 * time.Minute), ID: "vid_3"}}), []string{"vid_2"})
+	same(t, "status", list(store.TaskQuery{Collection: "vid_", Statuses: []string{store.TaskSucceeded}}), []string{"vid_3"})
+	same(t, "window", list(store.TaskQuery{Collection: "vid_", From: t0.Add(time.Second)}), []string{"vid_3", "vid_2"})
+	same(t, "another collection of one family", list(store.TaskQuery{Collection: "avt_"}), []string{"avt_1"})
+	same(t, "account scope", list(store.TaskQuery{AccountID: "b", Collection: "vid_"}), []string{"vid_b"})
+	same(t, "collection of an id", store.TaskCollection("vid_0f3a"), "vid_")
+	same(t, "no collection", store.TaskCollection("plain"), "")
+}
+
+// A record travels with the task; an ended task hides; an operator takes
+// a running task from its owner.
+func testTaskHideTake(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newAccount(t, s, "a", cr(100))
+	tk := newFamilyTask(t, s, "voice", "a", "voc_1", "gw1", cr(1), t0)
+	tk.Record = []byte(`{"id":"voc_1","name":"Ada"}`)
+	mustNil(t, "update with a record", s.UpdateTask(ctx, tk))
+	same(t, "record", string(getTask(t, s, "voc_1").Record), `{"id":"voc_1","name":"Ada"}`)
+	mustIs(t, "hide running", s.HideTask(ctx, "voc_1"), store.ErrTaskRunning)
+	mustIs(t, "hide missing", s.HideTask(ctx, "voc_none"), store.ErrNotFound)
+
+	prev, err := s.TakeTask(ctx, "voc_1", "admin", t0.Add(time.Hour))
+	mustNil(t, "take", err)
+	same(t, "taken as it was", prev.Owner == "gw1" && string(prev.Job) == `{"prompt":"a cat"}`, true)
+	mustIs(t, "the old owner lost it", s.UpdateTask(ctx, tk), store.ErrLeaseLost)
+	done, st := finish(tk, store.TaskSucceeded, cr(1), `{}`)
+	mustIs(t, "the old owner cannot end it", s.FinishTask(ctx, done, st), store.ErrLeaseLost)
+	done.Owner = "admin"
+	mustNil(t, "the new owner ends it", s.FinishTask(ctx, done, st))
+	mustIs(t, "take an ended task", func() error { _, err := s.TakeTask(ctx, "voc_1", "x", t0); return err }(), store.ErrLeaseLost)
+	mustIs(t, "take a missing task", func() error { _, err := s.TakeTask(ctx, "voc_none", "x", t0); return err }(), store.ErrNotFound)
+
+	got := getTask(t, s, "voc_1")
+	same(t, "record kept at the end", string(got.Record), `{"id":"voc_1","name":"Ada"}`)
+	mustNil(t, "hide", s.HideTask(ctx, "voc_1"))
+	same(t, "hidden", getTask(t, s, "voc_1").Hidden, true)
+	list, err := s.ListTasks(ctx, store.TaskQuery{AccountID: "a", Collection: "voc_"})
+	mustNil(t, "list", err)
+	same(t, "a hidden task is not listed", len(list), 0)
+	wantWallet(t, s, "a", cr(99), 0)
+}
+
+// A succeeded task whose result passed its retention becomes expired; no
+// money moves.
+func testTaskExpiry(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	newAccount(t, s, "a", cr(100))
+	var want []string
+	for i, at := range []time.Duration{time.Hour, 2 * time.Hour, 48 * time.Hour} {
+		tk := newFamilyTask(t, s, "video", "a", fmt.Sprintf("vid_e%d", i), "gw1", cr(2), t0)
+		done, st := finish(tk, store.TaskSucceeded, cr(1), `{}`)
+		done.ExpireAt = t0.Add(at)
+		mustNil(t, "finish", s.FinishTask(ctx, done, st))
+		if at < 24*time.Hour {
+			want = append(want, tk.ID)
+		}
+	}
+	failed := newFamilyTask(t, s, "video", "a", "vid_f", "gw1", cr(2), t0)
+	fd, fst := finish(failed, store.TaskFailed, 0, `{}`)
+	fd.ExpireAt = t0
+	mustNil(t, "finish failed", s.FinishTask(ctx, fd, fst))
+	noExpiry := newFamilyTask(t, s, "image", "a", "img_n", "gw1", cr(2), t0)
+	nd, nst := finish(noExpiry, store.TaskSucceeded, cr(1), `{}`)
+	mustNil(t, "finish without expiry", s.FinishTask(ctx, nd, nst))
+	wantWallet(t, s, "a", cr(96), 0)
+
+	got, err := s.ExpireTasks(ctx, t0.Add(3*time.Hour), 10)
+	mustNil(t, "expire", err)
+	same(t, "expired", got, want)
+	for _, id := range want {
+		same(t, id+" status", getTask(t, s, id).Status, store.TaskExpired)
+	}
+	same(t, "a later one still succeeded", getTask(t, s, "vid_e2").Status, store.TaskSucceeded)
+	same(t, "a failed task is not expired", getTask(t, s, "vid_f").Status, store.TaskFailed)
+	same(t, "a task without expiry is kept", getTask(t, s, "img_n").Status, store.TaskSucceeded)
+	again, err := s.ExpireTasks(ctx, t0.Add(3*time.Hour), 10)
+	mustNil(t, "expire again", err)
+	same(t, "once", len(again), 0)
+	wantWallet(t, s, "a", cr(96), 0)
+	list, err := s.ListTasks(ctx, store.TaskQuery{AccountID: "a", Collection: "vid_", Statuses: []string{store.TaskExpired}})
+	mustNil(t, "list expired", err)
+	same(t, "listed as expired", len(list), 2)
 }
 
 // RunDurableTasks checks that tasks, ended or not, outlive Close. open
