@@ -137,8 +137,8 @@ type TaskQuery struct {
 	// Collection selects the tasks whose id has this prefix (a family
 	// route's task prefix: vid_), whatever their family.
 	Collection string
-	Statuses  []string  // any of
-	From, To  time.Time // SubmittedAt >= From and < To
+	Statuses   []string  // any of
+	From, To   time.Time // SubmittedAt >= From and < To
 	// Before continues a page: tasks strictly older than this position.
 	Before *TaskPosition
 	// Unfinished selects tasks not yet ended (Statuses ignored).
