@@ -15,18 +15,19 @@ import (
 // model in the registry, then checks the key's allowlist (registry first:
 // an unknown model is model_not_found even for a restricted key).
 type allowlistStage struct {
-	cfg *config.Config
+	cfg   *config.Config
+	files FileHost
 }
 
 func newAllowlist(d *Deps, _ map[string]string) (Stage, error) {
-	return &allowlistStage{cfg: d.Config}, nil
+	return &allowlistStage{cfg: d.Config, files: d.Files}, nil
 }
 
 func (s *allowlistStage) Name() string { return "allowlist" }
 
-func (s *allowlistStage) Serve(_ context.Context, c *Call) error {
+func (s *allowlistStage) Serve(ctx context.Context, c *Call) error {
 	if c.Job != nil {
-		return s.admitJob(c)
+		return s.admitJob(ctx, c)
 	}
 	if c.BodyErr != nil {
 		return c.BodyErr

@@ -51,10 +51,22 @@ type Limiter interface {
 	Acquire(ctx context.Context, accountID string, rpm, concurrency int) (release func(), err *apierr.Error)
 }
 
-// FileHost keeps a job's result file and hands out a signed, expiring
-// link to it under base.
+// FileHost keeps the files of jobs: results (hosted behind signed,
+// expiring links) and a client's uploads (handed to plugins as links).
 type FileHost interface {
+	// Host keeps a result, its bytes or what its URL answers (streamed,
+	// through the private-address policy), and hands out a link under
+	// base.
 	Host(ctx context.Context, owner string, f vendor.ResultFile, retention time.Duration, base string) (url string, expires time.Time, err error)
+	// Fetch reads what a result's URL answers, at most limit bytes (an
+	// answer that carries it inline), and its content type.
+	Fetch(ctx context.Context, f vendor.ResultFile, limit int64) ([]byte, string, error)
+	// Upload keeps a client's upload, streamed, and returns it as a
+	// plugin is handed it: a link on the gateway's loopback address, its
+	// size and SHA-256.
+	Upload(ctx context.Context, owner string, u Upload) (vendor.JobFile, error)
+	// Discard forgets uploads no longer needed; best effort.
+	Discard(ctx context.Context, files []vendor.JobFile)
 }
 
 // TaskOwner is the task engine as the pipeline sees it: the instance's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -152,11 +153,15 @@ func fingerprint(c *Call) []byte {
 	h.Write(canonicalJSON(body))
 	if c.Job != nil {
 		for _, f := range c.Job.Files {
-			sum := sha256.Sum256(f.Data)
+			sum := f.SHA256 // streamed uploads carry their digest
+			if f.Data != nil {
+				d := sha256.Sum256(f.Data)
+				sum = hex.EncodeToString(d[:])
+			}
 			h.Write([]byte{0})
 			h.Write([]byte(f.Field))
 			h.Write([]byte{0})
-			h.Write(sum[:])
+			h.Write([]byte(sum))
 		}
 	}
 	return h.Sum(nil)

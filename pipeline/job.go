@@ -1,16 +1,10 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"io"
-	"mime"
-	"mime/multipart"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -30,10 +24,15 @@ import (
 // family's rules run in the plugin; the gateway keeps auth, money, tasks,
 // hosted files and the ledger, the same for every family.
 type Job struct {
-	Spec  *vendor.FamilySpec
-	Route vendor.FamilyRoute
+	// Routes are the families that declared the call's route (several on
+	// a shared route); the model's family picks Spec and Route among them.
+	Routes []JobRoute
+	Spec   *vendor.FamilySpec
+	Route  vendor.FamilyRoute
+	// Billing is the route's billing identity for Spec.
+	Billing vendor.Billing
 	// Body is the client's JSON body, or a multipart request's text fields
-	// as a JSON object; Files are its uploads.
+	// as a JSON object; Files are its uploads, kept in the file store.
 	Body  []byte
 	Files []vendor.JobFile
 	Async bool
@@ -41,10 +40,19 @@ type Job struct {
 	LinkBase string
 
 	Channels []*config.Channel // the model's channels of the family, priority first
-	Plan     *vendor.JobPlan
+	// Plan is the plan the hold was sized by; plans are each vendor's
+	// (a vendor decides how its own channels run the job).
+	Plan  *vendor.JobPlan
+	plans map[string]*vendor.JobPlan
+	// Refs are the earlier tasks the body named, resolved (job_refs.go).
+	Refs []vendor.JobRef
+	// Price is the model's price block when the call was admitted: a task
+	// settles at it, whatever a reload changes meanwhile.
+	Price config.Price
 
-	// Async: the task, and whether the client was given its id (from then
-	// on the task owns the hold and writes the row when it ends).
+	// A task: an async job, or a synchronous create its route records.
+	// Accepted: the client was given its id (from then on the task owns
+	// the hold and writes the row when it ends).
 	TaskID   string
 	Task     *store.Task
 	Accepted bool
@@ -60,22 +68,30 @@ type Job struct {
 	Rejected bool
 	// Interrupted: a gateway restart cut the task (refunded in full).
 	Interrupted bool
+	// Orphan names a channel that may hold an upstream job nobody will
+	// poll: its submit got no answer (the row's technical view says so).
+	Orphan string
 }
 
-// Maximum sizes of a job's parts that the gateway reads itself.
-const (
-	maxFormField = 1 << 20
-	maxFormFiles = 16
-)
+// JobRoute is one family's declaration of a route.
+type JobRoute struct {
+	Spec  *vendor.FamilySpec
+	Route vendor.FamilyRoute
+}
+
+// recorded reports whether the call is a task: an async job, or a
+// synchronous create its route keeps.
+func (j *Job) recorded() bool { return j.Async || j.Route.Recorded }
 
 // admitJob reads a job call's body, finds its model and checks the key may
 // use it (the allowlist stage of a job).
-func (s *allowlistStage) admitJob(c *Call) error {
+func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 	j := c.Job
-	if err := readJobBody(c); err != nil {
+	if err := s.readJobBody(ctx, c); err != nil {
 		return err
 	}
-	switch j.Route.Async {
+	first := j.Routes[0]
+	switch first.Route.Async {
 	case vendor.AsyncAlways:
 		j.Async = true
 	case vendor.AsyncField:
@@ -87,24 +103,32 @@ func (s *allowlistStage) admitJob(c *Call) error {
 			return apierr.New(apierr.InvalidRequest, "async: want true or false")
 		}
 	}
-	if m := gjson.GetBytes(j.Body, "model"); m.Exists() {
+	if !j.Async && !first.Route.Recorded && len(j.Files) > 0 {
+		// A synchronous call's uploads are not needed once it answered.
+		files := j.Files
+		c.Defer(func() { s.files.Discard(context.WithoutCancel(ctx), files) })
+	}
+	if m := gjson.GetBytes(j.Body, "model"); m.Exists() && m.Type != gjson.Null {
 		if m.Type != gjson.String {
 			return apierr.New(apierr.InvalidRequest, "model: want a string")
 		}
 		c.ModelID = m.Str
 	}
 	if c.ModelID == "" {
-		if !j.Spec.ModelOptional {
+		c.ModelID = first.Route.Model // a route that names its own model
+	}
+	if c.ModelID == "" {
+		if len(j.Routes) > 1 || !first.Spec.ModelOptional {
 			return apierr.New(apierr.InvalidRequest, "model is required")
 		}
 		for i := range s.cfg.Models {
-			if s.cfg.Models[i].Family == j.Spec.Name {
+			if s.cfg.Models[i].Family == first.Spec.Name {
 				c.ModelID = s.cfg.Models[i].ID
 				break
 			}
 		}
 		if c.ModelID == "" {
-			return apierr.Newf(apierr.NoChannelAvailable, "no %s model is configured", j.Spec.Name)
+			return apierr.Newf(apierr.NoChannelAvailable, "no %s model is configured", first.Spec.Name)
 		}
 	}
 	m, ok := s.cfg.Model(c.ModelID)
@@ -115,8 +139,21 @@ func (s *allowlistStage) admitJob(c *Call) error {
 	if !Allowed(c.Key, m) {
 		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", c.ModelID)
 	}
-	if m.Family != j.Spec.Name {
-		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is a %s model and has no channel on this %s endpoint", c.ModelID, m.Family, j.Spec.Name)
+	i := slices.IndexFunc(j.Routes, func(r JobRoute) bool { return r.Spec.Name == m.Family })
+	if i < 0 {
+		names := make([]string, len(j.Routes))
+		for k, r := range j.Routes {
+			names[k] = r.Spec.Name
+		}
+		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is a %s model and has no channel on this endpoint (it serves %s models)",
+			c.ModelID, m.Family, strings.Join(names, ", "))
+	}
+	j.Spec, j.Route = j.Routes[i].Spec, j.Routes[i].Route
+	j.Billing = j.Spec.BillingOf(&j.Route)
+	if g := j.Route.Gate; g != "" {
+		if gm, ok := s.cfg.Model(g); !ok || !Allowed(c.Key, gm) {
+			return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s', which this endpoint needs", g)
+		}
 	}
 	for _, ch := range s.cfg.ChannelsFor(m.ID) {
 		if slices.Contains(ch.Families, j.Spec.Name) {
@@ -129,138 +166,82 @@ func (s *allowlistStage) admitJob(c *Call) error {
 	return nil
 }
 
-// readJobBody puts the client's body into j.Body (and j.Files): a JSON
-// object, or a multipart form where the route takes one.
-func readJobBody(c *Call) error {
-	if c.BodyErr != nil {
-		return c.BodyErr
-	}
-	j := c.Job
-	mt, params, _ := mime.ParseMediaType(c.Request.Header.Get("Content-Type"))
-	if mt == "multipart/form-data" {
-		if !j.Route.Multipart {
-			return apierr.New(apierr.InvalidRequest, "this endpoint takes a JSON body, not multipart/form-data")
-		}
-		return readForm(c, params["boundary"])
-	}
-	if !gjson.ValidBytes(c.Body) || !gjson.ParseBytes(c.Body).IsObject() {
-		return apierr.New(apierr.InvalidRequest, "the body must be a JSON object")
-	}
-	j.Body = c.Body
-	return nil
-}
-
-// readForm turns a multipart body into its text fields (a JSON object;
-// repeated fields become arrays) and its files.
-func readForm(c *Call, boundary string) error {
-	if boundary == "" {
-		return apierr.New(apierr.InvalidRequest, "multipart/form-data without a boundary")
-	}
-	j := c.Job
-	r := multipart.NewReader(bytes.NewReader(c.Body), boundary)
-	fields := map[string][]string{}
-	var order []string
-	for {
-		p, err := r.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return apierr.Newf(apierr.InvalidRequest, "the multipart body could not be read: %v", err)
-		}
-		name := p.FormName()
-		if name == "" {
-			continue
-		}
-		if p.FileName() != "" {
-			if len(j.Files) >= maxFormFiles {
-				return apierr.Newf(apierr.InvalidRequest, "at most %d files per request", maxFormFiles)
-			}
-			data, err := io.ReadAll(p)
-			if err != nil {
-				return apierr.Newf(apierr.InvalidRequest, "file %q could not be read: %v", p.FileName(), err)
-			}
-			ct := p.Header.Get("Content-Type")
-			if ct == "" || ct == "application/octet-stream" {
-				ct = http.DetectContentType(data)
-			}
-			j.Files = append(j.Files, vendor.JobFile{Field: name, Filename: p.FileName(), ContentType: ct, Data: data})
-			continue
-		}
-		v, err := io.ReadAll(io.LimitReader(p, maxFormField+1))
-		if err != nil || len(v) > maxFormField {
-			return apierr.Newf(apierr.InvalidRequest, "form field %q is too long or unreadable", name)
-		}
-		if _, seen := fields[name]; !seen {
-			order = append(order, name)
-		}
-		fields[name] = append(fields[name], string(v))
-	}
-	obj := make(map[string]any, len(fields))
-	for _, k := range order {
-		if vs := fields[k]; len(vs) == 1 && !strings.HasSuffix(k, "[]") {
-			obj[k] = vs[0]
-		} else {
-			obj[strings.TrimSuffix(k, "[]")] = vs
-		}
-	}
-	body, err := json.Marshal(obj)
-	if err != nil {
-		return apierr.Internal(err)
-	}
-	j.Body = body
-	return nil
-}
-
 // jobRequest is what the plugin is handed for the call on channel ch.
 func jobRequest(c *Call, ch *config.Channel) *vendor.JobRequest {
 	j, m := c.Job, c.Model
 	upstream, _ := ch.UpstreamModel(m.ID)
-	return &vendor.JobRequest{
+	r := &vendor.JobRequest{
 		Family: j.Spec.Name, Operation: j.Route.Operation, Channel: ch.Name,
 		Model: vendor.JobModel{ID: c.ModelID, Upstream: upstream, Settings: m.FamilySettings(), Tiers: m.Price.Tiers()},
-		Body:  j.Body, Files: j.Files, Async: j.Async, RequestID: c.ID,
+		Body:  j.Body, Files: j.Files, Async: j.Async, RequestID: c.ID, TaskID: j.TaskID, Refs: j.Refs,
 	}
+	if j.TaskID != "" {
+		r.Submitted = c.Start
+	}
+	return r
 }
 
 // planJob asks the plugin of the first channel that answers how many units
-// the call holds (the precharge stage of a job), and prices them.
+// the call holds (the precharge stage of a job), and prices them at the
+// model's prices, which the job keeps.
 func (s *prechargeStage) planJob(ctx context.Context, c *Call) (money.Nano, error) {
 	j := c.Job
 	var last error
 	for _, ch := range j.Channels {
-		v := s.jobs[ch.Vendor]
-		if v == nil {
-			last = apierr.Newf(apierr.UpstreamUnreachable, "the vendor plugin %q is not running", ch.Vendor)
-			continue
-		}
-		plan, err := v.Validate(ctx, jobRequest(c, ch))
+		plan, err := planFor(ctx, s.jobs, s.red, c, ch)
 		if err != nil {
-			last = jobFailure(s.red, ctx, c, err)
+			if ae := (*apierr.Error)(nil); errors.As(err, &ae) && ae.Status < 500 {
+				return 0, err // the family's refusal
+			}
+			last = err
 			continue
-		}
-		if plan.Error != nil {
-			return 0, jobError(s.red, plan.Error)
 		}
 		j.Plan = plan
-		return unitsCost(c.Model, j.Spec.PriceUnit, plan.Hold)
+		j.Price = c.Model.Price
+		return unitsCost(c.Model, j.Price, j.Billing.PriceUnit, plan.Hold)
 	}
 	return 0, last
 }
 
-// unitsCost prices units with the model's price block; a tier the model
-// does not price costs the base price.
-func unitsCost(m *config.Model, priceUnit string, us []vendor.Units) (money.Nano, error) {
+// planFor is the plan of ch's vendor for the call, asked once per vendor.
+// A refusal is the client's error.
+func planFor(ctx context.Context, jobs map[string]vendor.Jobs, red *redact.Redactor, c *Call, ch *config.Channel) (*vendor.JobPlan, error) {
+	j := c.Job
+	if p, ok := j.plans[ch.Vendor]; ok {
+		return p, nil
+	}
+	v := jobs[ch.Vendor]
+	if v == nil {
+		return nil, apierr.Newf(apierr.UpstreamUnreachable, "the vendor plugin %q is not running", ch.Vendor)
+	}
+	plan, err := v.Validate(ctx, jobRequest(c, ch))
+	if err != nil {
+		return nil, jobFailure(red, ctx, c, err)
+	}
+	if plan.Error != nil {
+		return nil, jobError(red, plan.Error)
+	}
+	if j.plans == nil {
+		j.plans = map[string]*vendor.JobPlan{}
+	}
+	j.plans[ch.Vendor] = plan
+	return plan, nil
+}
+
+// unitsCost prices units with price, failing closed: a tier the model
+// does not price is the client's 400, never billed at another price.
+func unitsCost(m *config.Model, price config.Price, priceUnit string, us []vendor.Units) (money.Nano, error) {
 	var total money.Nano
 	for _, u := range us {
 		if u.Count < 0 {
 			return 0, apierr.Internal(errors.New("the plugin reported a negative unit count"))
 		}
-		p, ok := m.Price.Unit(priceUnit, u.Tier)
+		p, ok := price.Unit(priceUnit, u.Tier)
 		if !ok {
-			if p, ok = m.Price.Unit(priceUnit, ""); !ok {
-				return 0, apierr.Internal(errors.New("the family's price unit " + priceUnit + " is unknown"))
+			if u.Tier == "" {
+				return 0, apierr.Newf(apierr.InvalidRequest, "the model '%s' is priced by tier only (%s): name one", m.ID, strings.Join(price.Tiers(), ", "))
 			}
+			return 0, apierr.Newf(apierr.InvalidRequest, "the model '%s' has no price for %q (it prices: %s)", m.ID, u.Tier, strings.Join(tiersOrBase(price), ", "))
 		}
 		cost := money.Times(u.Count, p)
 		if cost == money.Nano(1<<63-1) || total > money.Nano(1<<63-1)-cost {
@@ -269,6 +250,13 @@ func unitsCost(m *config.Model, priceUnit string, us []vendor.Units) (money.Nano
 		total += cost
 	}
 	return total, nil
+}
+
+func tiersOrBase(p config.Price) []string {
+	if ts := p.Tiers(); len(ts) > 0 {
+		return ts
+	}
+	return []string{"one flat price"}
 }
 
 // jobError is a plugin's refusal as the client sees it: the gateway's own
@@ -307,20 +295,36 @@ func jobFailure(red *redact.Redactor, ctx context.Context, c *Call, err error) *
 	return &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error", Message: "the upstream broke off its answer: " + red.Redact(f.Message)}
 }
 
-// newTaskID is a fresh task id with the family's prefix.
+// mayHaveReached reports whether a Jobs call that failed without an
+// answer may have reached the upstream all the same: a timeout, a cut
+// answer, a plugin that died under it. A refused connection or a channel
+// the plugin does not know never did.
+func mayHaveReached(err error) bool {
+	var f *vendor.Failure
+	if !errors.As(err, &f) {
+		return !errors.Is(err, vendor.ErrNoJobs) && !errors.As(err, new(*apierr.Error))
+	}
+	switch f.Kind {
+	case vendor.FailureConnect, vendor.FailureConfig, vendor.FailureCanceled:
+		return false
+	}
+	return true
+}
+
+// newTaskID is a fresh task id with the route's prefix.
 func newTaskID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// jobCharge is what a job's delivered units cost, never more than the hold
-// (settlement only moves downward).
+// jobCharge is what a job's delivered units cost at the prices it was
+// admitted at, never more than the hold (settlement only moves downward).
 func jobCharge(c *Call) money.Nano {
 	if c.Hold == nil || len(c.Job.Units) == 0 {
 		return 0
 	}
-	cost, err := unitsCost(c.Model, c.Job.Spec.PriceUnit, c.Job.Units)
+	cost, err := unitsCost(c.Model, c.Job.Price, c.Job.Billing.PriceUnit, c.Job.Units)
 	if err != nil {
 		return c.Hold.Amount
 	}
@@ -343,4 +347,16 @@ func techKind(unitType string) string {
 		return unitType
 	}
 	return ""
+}
+
+// effective is a family limit shortened by the model's own (0: none).
+func effective(family, model, fallback time.Duration) time.Duration {
+	d := family
+	if d <= 0 {
+		d = fallback
+	}
+	if model > 0 && model < d {
+		d = model
+	}
+	return d
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tidwall/sjson"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
@@ -29,12 +28,21 @@ const (
 	keepAliveEvery = 15 * time.Second
 	// pollEvery is how often a waiting client's upstream job is polled.
 	pollEvery = time.Second
+	// recordGrace is how long past its call's end a synchronous create's
+	// task stays leased to the call (the call settles it itself).
+	recordGrace = time.Minute
 )
 
 // serveJob is the dispatch stage of a job call.
 func (s *dispatchStage) serveJob(ctx context.Context, c *Call) error {
-	if c.Job.Async {
+	j := c.Job
+	switch {
+	case j.Async:
 		return s.submitJob(ctx, c)
+	case j.Route.Recorded:
+		if err := s.recordTask(ctx, c); err != nil {
+			return err
+		}
 	}
 	return s.runJob(ctx, c)
 }
@@ -44,18 +52,55 @@ type jobResult struct {
 	err error
 }
 
+// callTimeouts are a synchronous job's limits: the whole call and one
+// attempt, the family's, shortened by the model's.
+func callTimeouts(c *Call) (total, attempt time.Duration) {
+	spec := c.Job.Spec
+	total = effective(spec.CallTimeout, c.Model.CallTimeout, defaultJobCall)
+	attempt = min(effective(spec.AttemptTimeout, 0, defaultJobAttempt), total)
+	return total, attempt
+}
+
+// recordTask writes the task a synchronous create is kept as (a cloned
+// voice), owning the hold while the call runs: a crash in between leaves
+// it to the task engine, which refunds it in full.
+func (s *dispatchStage) recordTask(ctx context.Context, c *Call) error {
+	j := c.Job
+	total, _ := callTimeouts(c)
+	now := s.now()
+	ch := j.Channels[0]
+	t := s.newTask(c, ch, store.TaskRunning, now)
+	t.StartedAt, t.Deadline, t.LeaseUntil = now, c.Start.Add(total), now.Add(total+recordGrace)
+	t.Job = nil // nothing to resume: a synchronous call is not run again
+	if err := s.store.CreateTask(ctx, t); err != nil {
+		return apierr.Internal(err)
+	}
+	j.Task = &t
+	return nil
+}
+
+// newTask is the task of job call c, on channel ch.
+func (s *dispatchStage) newTask(c *Call, ch *config.Channel, status string, now time.Time) store.Task {
+	j := c.Job
+	maxRun := effective(j.Spec.MaxRuntime, c.Model.MaxRuntime, defaultJobCall)
+	t := store.Task{
+		ID: j.TaskID, AccountID: c.Account.ID, KeyID: c.Key.ID, KeyName: c.Key.Name, KeyPrefix: c.Key.Prefix,
+		Family: j.Spec.Name, UnitType: j.Billing.UnitType, Operation: j.Route.Operation, Model: c.ModelID, Status: status,
+		RequestID: c.ID, HoldID: c.Hold.ID, Hold: c.Hold.Amount, Channel: ch.Name, Vendor: ch.Vendor,
+		SubmittedAt: c.Start, Deadline: c.Start.Add(maxRun), NextPollAt: now,
+		Owner: s.tasks.Owner(), LeaseUntil: now.Add(s.tasks.Lease()),
+	}
+	if j.Spec.Record && j.Plan != nil {
+		t.Record = j.Plan.Record
+	}
+	return t
+}
+
 // runJob answers a synchronous job: the channels in order, each attempt
 // bounded, the whole call bounded; an answer slower than the family's
 // keep-alive wait goes out as 200 with whitespace, then its body.
 func (s *dispatchStage) runJob(ctx context.Context, c *Call) error {
-	spec := c.Job.Spec
-	total, attempt := spec.CallTimeout, spec.AttemptTimeout
-	if total <= 0 {
-		total = defaultJobCall
-	}
-	if attempt <= 0 {
-		attempt = defaultJobAttempt
-	}
+	total, attempt := callTimeouts(c)
 	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
 	done := make(chan jobResult, 1)
@@ -63,7 +108,7 @@ func (s *dispatchStage) runJob(ctx context.Context, c *Call) error {
 		out, err := s.attemptJobs(ctx, c, attempt)
 		done <- jobResult{out, err}
 	}()
-	keep := spec.KeepAliveAfter
+	keep := c.Job.Spec.KeepAliveAfter
 	if c.Model.KeepAliveAfter > 0 {
 		keep = c.Model.KeepAliveAfter
 	}
@@ -89,9 +134,12 @@ func (s *dispatchStage) runJob(ctx context.Context, c *Call) error {
 	return s.respondJob(ctx, c, r.out)
 }
 
-// respondJob hosts a succeeded outcome's files and queues the answer.
+// respondJob hosts a succeeded outcome's files and queues the answer; a
+// recorded create's task ends succeeded with it (the log stage writes it
+// with the settlement).
 func (s *dispatchStage) respondJob(ctx context.Context, c *Call, out *vendor.JobOutcome) error {
-	body, err := s.deliver(ctx, c.Account.ID, c.Job, out)
+	j := c.Job
+	body, err := deliver(ctx, s.files, c.Account.ID, j, out)
 	if err != nil {
 		return err
 	}
@@ -104,51 +152,37 @@ func (s *dispatchStage) respondJob(ctx context.Context, c *Call, out *vendor.Job
 	for k, v := range out.Headers {
 		h.Set(k, v)
 	}
+	if t := j.Task; t != nil {
+		t.Status, t.CompletedAt, t.UpstreamRef = store.TaskSucceeded, s.now(), out.UpstreamRef
+		if ch := c.Channel; ch != "" {
+			t.Channel = ch
+			for _, cc := range j.Channels {
+				if cc.Name == ch {
+					t.Vendor = cc.Vendor
+				}
+			}
+		}
+		t.Result = &store.TaskResult{HTTPStatus: status, URLs: j.URLs, ExpiresAt: j.ExpiresAt}
+		if j.Spec.Record {
+			t.Record = body
+			body = tasks.Record(j.Spec, t, store.TaskSucceeded)
+		} else {
+			t.Result.Header, t.Result.Body = flatHeader(h), body
+		}
+		if j.Spec.ExpireResults && j.ExpiresAt != nil {
+			t.ExpireAt = *j.ExpiresAt
+		}
+	}
 	c.Respond(status, h, body)
 	return nil
 }
 
-// deliver stores the outcome's files and writes their links (and their
-// expiry) into the answer; it records what was delivered on j.
-func (s *dispatchStage) deliver(ctx context.Context, owner string, j *Job, out *vendor.JobOutcome) ([]byte, error) {
-	return deliver(ctx, s.files, owner, j, out)
-}
-
-func deliver(ctx context.Context, host FileHost, owner string, j *Job, out *vendor.JobOutcome) ([]byte, error) {
-	body := out.Body
-	retention := j.Spec.Retention
-	if retention <= 0 {
-		retention = defaultRetention
+func flatHeader(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k := range h {
+		out[k] = h.Get(k)
 	}
-	j.Units, j.Inline = out.Units, out.Inline
-	j.URLs = append(j.URLs[:0], out.URLs...)
-	var expires time.Time
-	for _, f := range out.Files {
-		if host == nil {
-			return nil, apierr.Internal(errors.New("no file store to host results in"))
-		}
-		url, exp, err := host.Host(ctx, owner, f, retention, j.LinkBase)
-		if err != nil {
-			return nil, apierr.Internal(err)
-		}
-		if body, err = sjson.SetBytes(body, f.Slot, url); err != nil {
-			return nil, apierr.Internal(err)
-		}
-		j.URLs = append(j.URLs, url)
-		if expires.IsZero() || exp.Before(expires) {
-			expires = exp
-		}
-	}
-	if !expires.IsZero() {
-		j.ExpiresAt = &expires
-		if out.ExpiresSlot != "" {
-			var err error
-			if body, err = sjson.SetBytes(body, out.ExpiresSlot, expires.Unix()); err != nil {
-				return nil, apierr.Internal(err)
-			}
-		}
-	}
-	return body, nil
+	return out
 }
 
 // outcomeError is a failed outcome's refusal (an empty one is a 502).
@@ -156,12 +190,28 @@ func outcomeError(out *vendor.JobOutcome) *vendor.JobError {
 	if out.Error != nil {
 		return out.Error
 	}
+	if out.State == vendor.JobCancelled {
+		return &vendor.JobError{Status: http.StatusConflict, Code: codeCancelled, Message: "the upstream cancelled the job"}
+	}
 	return &vendor.JobError{Status: http.StatusBadGateway, Message: "the upstream failed the job without saying why"}
 }
 
+// codeCancelled is the error code of a cancelled task.
+const codeCancelled = "task_cancelled"
+
+// orphanError is a submit that got no answer: the upstream may hold the
+// job, so no other channel is tried (it would run twice).
+type orphanError struct {
+	channel string
+	err     *apierr.Error
+}
+
+func (e *orphanError) Error() string { return e.err.Error() }
+
 // attemptJobs tries the job's channels in order until one answers. Before
 // an answer, a connection failure, a timeout with time left, a 5xx or a
-// 429 moves on to the next channel (folded into the row's attempts).
+// 429 moves on to the next channel (folded into the row's attempts); a
+// submit that may have reached its upstream never does.
 func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.Duration) (*vendor.JobOutcome, error) {
 	var last error
 	for _, ch := range s.jobOrder(c.Job.Channels) {
@@ -188,7 +238,11 @@ func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.D
 			cancel()
 		}
 		retry := false
+		var orphan *orphanError
 		switch {
+		case errors.As(err, &orphan):
+			c.Job.Orphan = orphan.channel
+			err = orphan.err
 		case err != nil:
 			e := jobFailure(s.red, ctx, c, err)
 			if ae := (*apierr.Error)(nil); errors.As(err, &ae) {
@@ -233,16 +287,24 @@ func (s *dispatchStage) attemptJobs(ctx context.Context, c *Call, attempt time.D
 	return nil, last
 }
 
-// oneJob makes one attempt on a channel: a Run, or for an upstream job a
-// Submit, then Polls until it ends.
+// oneJob makes one attempt on a channel, as its vendor plans it: a Run,
+// or a Submit, then Polls until the job ends.
 func (s *dispatchStage) oneJob(ctx context.Context, c *Call, v vendor.Jobs, ch *config.Channel, attempt time.Duration) (*vendor.JobOutcome, error) {
+	plan, err := planFor(ctx, s.jobs, s.red, c, ch)
+	if err != nil {
+		return nil, err
+	}
 	req := jobRequest(c, ch)
 	req.Timeout = attempt
 	req.Headers = traceHeaders(ctx)
-	if !c.Job.Plan.UpstreamJob {
+	if !plan.UpstreamJob {
 		return v.Run(ctx, req)
 	}
 	out, err := v.Submit(ctx, req)
+	if err != nil && mayHaveReached(err) {
+		s.orphaned(c, ch.Name, err)
+		return nil, &orphanError{channel: ch.Name, err: jobFailure(s.red, ctx, c, err)}
+	}
 	for err == nil && out.State == vendor.JobRunning {
 		wait := out.PollAfter
 		if wait <= 0 {
@@ -262,6 +324,13 @@ func (s *dispatchStage) oneJob(ctx context.Context, c *Call, v vendor.Jobs, ch *
 	return out, err
 }
 
+// orphaned logs a submit whose answer never came: the channel may hold a
+// job nobody polls (and that its upstream may bill the operator for).
+func (s *dispatchStage) orphaned(c *Call, channel string, err error) {
+	s.log.Warn("a submit got no answer; the upstream may hold an orphaned job, not retried elsewhere",
+		"channel", channel, "request_id", c.ID, "task_id", c.Job.TaskID, "error", err)
+}
+
 // cancelJob tells the upstream to stop a job nobody waits for any more.
 func (s *dispatchStage) cancelJob(req *vendor.JobRequest, ref string, v vendor.Jobs) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -276,115 +345,121 @@ func (s *dispatchStage) cancelJob(req *vendor.JobRequest, ref string, v vendor.J
 // waits (so a refusal is a real 4xx), and the engine takes it from there.
 func (s *dispatchStage) submitJob(ctx context.Context, c *Call) error {
 	j := c.Job
-	now := s.now()
-	maxRun := j.Spec.MaxRuntime
-	if maxRun <= 0 {
-		maxRun = defaultJobCall
-	}
 	chans := s.jobOrder(j.Channels)
-	first := chans[0]
-	job := tasks.Job{Request: *jobRequest(c, first), UpstreamJob: j.Plan.UpstreamJob, LinkBase: j.LinkBase}
+	t := s.newTask(c, chans[0], store.TaskQueued, s.now())
+	job := tasks.Job{Request: *jobRequest(c, chans[0]), UpstreamJob: j.Plan.UpstreamJob, LinkBase: j.LinkBase, Price: &j.Price}
 	enc, err := job.Encode()
 	if err != nil {
 		return apierr.Internal(err)
 	}
-	t := store.Task{
-		ID: j.TaskID, AccountID: c.Account.ID, KeyID: c.Key.ID, KeyName: c.Key.Name, KeyPrefix: c.Key.Prefix,
-		Family: j.Spec.Name, UnitType: j.Spec.UnitType, Operation: j.Route.Operation, Model: c.ModelID, Status: store.TaskQueued,
-		RequestID: c.ID, HoldID: c.Hold.ID, Hold: c.Hold.Amount, Channel: first.Name, Vendor: first.Vendor,
-		Job: enc, SubmittedAt: c.Start, Deadline: c.Start.Add(maxRun), NextPollAt: now,
-		Owner: s.tasks.Owner(), LeaseUntil: now.Add(s.tasks.Lease()),
-	}
+	t.Job = enc
 	if err := s.store.CreateTask(ctx, t); err != nil {
 		return apierr.Internal(err)
 	}
 	j.Task = &t
-	var first2 *vendor.JobOutcome
-	if j.Plan.UpstreamJob {
-		sctx, cancel := context.WithTimeout(ctx, submitTimeout)
-		out, ch, err := s.submitUpstream(sctx, c)
-		cancel()
-		if err != nil {
-			return err
-		}
-		job.Request = *jobRequest(c, ch)
-		if enc, err = job.Encode(); err != nil {
-			return apierr.Internal(err)
-		}
-		t.Job, t.Channel, t.Vendor = enc, ch.Name, ch.Vendor
+	sctx, cancel := context.WithTimeout(ctx, submitTimeout)
+	out, ch, plan, err := s.startTask(sctx, c, chans)
+	cancel()
+	if err != nil {
+		return err
+	}
+	job.Request, job.UpstreamJob = *jobRequest(c, ch), plan.UpstreamJob
+	if enc, err = job.Encode(); err != nil {
+		return apierr.Internal(err)
+	}
+	t.Job, t.Channel, t.Vendor = enc, ch.Name, ch.Vendor
+	var first *vendor.JobOutcome
+	if out != nil {
 		t.Status, t.StartedAt, t.UpstreamRef = store.TaskRunning, s.now(), out.UpstreamRef
 		t.NextPollAt = s.now().Add(max(out.PollAfter, 0))
-		if err := s.store.UpdateTask(ctx, t); err != nil {
-			return apierr.Internal(err)
+		if out.State == vendor.JobRunning && j.Spec.Record && len(out.Body) > 0 {
+			t.Record = out.Body
 		}
-		if out.State == vendor.JobSucceeded {
-			first2 = out
+		if out.State != vendor.JobRunning {
+			first = out
 		}
+	}
+	if err := s.store.UpdateTask(ctx, t); err != nil {
+		return apierr.Internal(err)
 	}
 	j.Task = &t
 	j.Accepted = true
-	s.tasks.Adopt(t, first2)
-	t.Status = store.TaskQueued // the submit answer says queued, as the spec shows it
-	body, err := json.Marshal(TaskHead(j.Spec, &t))
-	if err != nil {
-		return apierr.Internal(err)
-	}
-	status := j.Spec.InFlightStatus
-	if status == 0 {
-		status = http.StatusOK
+	s.tasks.Adopt(t, first)
+	// The submit answer says queued, as the spec shows it.
+	var body []byte
+	if j.Spec.Record {
+		body = tasks.Record(j.Spec, &t, store.TaskQueued)
+	} else {
+		shown := t
+		shown.Status = store.TaskQueued
+		if body, err = json.Marshal(tasks.Head(j.Spec, &shown)); err != nil {
+			return apierr.Internal(err)
+		}
 	}
 	c.Served = true
-	c.Respond(status, http.Header{"Content-Type": {"application/json"}}, body)
+	c.Respond(tasks.InFlightStatus(j.Spec), http.Header{"Content-Type": {"application/json"}}, body)
 	return nil
 }
 
-// submitUpstream submits to the channels in order until one accepts or
-// refuses; a refusal is the client's answer (the task is not shown).
-func (s *dispatchStage) submitUpstream(ctx context.Context, c *Call) (*vendor.JobOutcome, *config.Channel, error) {
+// startTask finds the channel that takes the task: the first whose vendor
+// runs it in the background (a synchronous vendor: the engine runs it, no
+// outcome yet), or accepts its submit. A refusal is the client's answer
+// (the task is not shown); a submit without an answer is not retried.
+func (s *dispatchStage) startTask(ctx context.Context, c *Call, chans []*config.Channel) (*vendor.JobOutcome, *config.Channel, *vendor.JobPlan, error) {
 	var last error
-	for _, ch := range s.jobOrder(c.Job.Channels) {
+	for _, ch := range chans {
+		plan, err := planFor(ctx, s.jobs, s.red, c, ch)
+		if err != nil {
+			if e := apierr.As(err); e.Status < 500 {
+				return nil, nil, nil, err
+			}
+			last = err
+			continue
+		}
+		if !plan.UpstreamJob {
+			c.Channel = ch.Name
+			return nil, ch, plan, nil
+		}
 		v := s.jobs[ch.Vendor]
 		c.UpstreamTried = true
 		c.UpstreamCalls++
 		started := s.now()
-		var out *vendor.JobOutcome
-		var err error
-		if v == nil {
-			err = apierr.Newf(apierr.UpstreamUnreachable, "the vendor plugin %q is not running", ch.Vendor)
-		} else {
-			req := jobRequest(c, ch)
-			req.Timeout = submitTimeout
-			sctx := ctx
-			var span trace.Span
-			if s.tracer != nil {
-				sctx, span, req.Headers = s.attemptSpan(ctx, ch.Name, ch.Vendor, nil)
-			}
-			out, err = v.Submit(sctx, req)
-			s.upstreamTime(c, started)
-			if span != nil {
-				endSpan(span, err)
-			}
+		req := jobRequest(c, ch)
+		req.Timeout = submitTimeout
+		sctx := ctx
+		var span trace.Span
+		if s.tracer != nil {
+			sctx, span, req.Headers = s.attemptSpan(ctx, ch.Name, ch.Vendor, nil)
+		}
+		out, err := v.Submit(sctx, req)
+		s.upstreamTime(c, started)
+		if span != nil {
+			endSpan(span, err)
 		}
 		var e *apierr.Error
 		switch {
+		case err != nil && mayHaveReached(err):
+			c.Job.Orphan = ch.Name
+			s.orphaned(c, ch.Name, err)
+			return nil, nil, nil, jobFailure(s.red, ctx, c, err)
 		case err != nil:
 			if !errors.As(err, &e) {
 				e = jobFailure(s.red, ctx, c, err)
 			}
-		case out.State == vendor.JobFailed:
+		case out.State == vendor.JobFailed || out.State == vendor.JobCancelled:
 			e = jobError(s.red, outcomeError(out))
 			if e.Status < 500 && e.Status != http.StatusTooManyRequests {
 				c.Job.Rejected = true
-				return nil, nil, e
+				return nil, nil, nil, e
 			}
 		case out.State == vendor.JobRunning && out.UpstreamRef == "":
 			e = apierr.Internal(errors.New("the plugin accepted a job without an upstream reference"))
 		default:
 			c.Channel = ch.Name
-			return out, ch, nil
+			return out, ch, plan, nil
 		}
 		if e.Code == apierr.ClientClosed || e.Code == apierr.InternalError {
-			return nil, nil, e
+			return nil, nil, nil, e
 		}
 		c.Attempts = append(c.Attempts, store.Attempt{Seq: len(c.Attempts) + 1, CreatedAt: started,
 			LatencyMS: s.now().Sub(started).Milliseconds(), ErrorCode: e.Code, ErrorMessage: e.Message})
@@ -393,15 +468,10 @@ func (s *dispatchStage) submitUpstream(ctx context.Context, c *Call) (*vendor.Jo
 			break
 		}
 	}
-	return nil, nil, last
-}
-
-// statusWord is how a family names a task state.
-func statusWord(spec *vendor.FamilySpec, state string) string {
-	if w, ok := spec.StatusWords[state]; ok {
-		return w
+	if last == nil {
+		last = apierr.Newf(apierr.NoChannelAvailable, "the model '%s' has no usable channel", c.ModelID)
 	}
-	return state
+	return nil, nil, nil, last
 }
 
 // startKeepAlive sends the status line (200) and then whitespace every
@@ -442,20 +512,6 @@ func (w *ResponseWriter) endKeepAlive() {
 		w.stopAlive()
 		w.stopAlive = nil
 	}
-}
-
-// TaskHeadBody is what a submit answers, and a poll while the task runs.
-type TaskHeadBody struct {
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	Model     string `json:"model"`
-	CreatedAt int64  `json:"created_at"`
-}
-
-// TaskHead is the head of task t in its family's words. A task that has
-// not ended shows as queued until the upstream took it.
-func TaskHead(spec *vendor.FamilySpec, t *store.Task) TaskHeadBody {
-	return TaskHeadBody{ID: t.ID, Status: statusWord(spec, t.Status), Model: t.Model, CreatedAt: t.SubmittedAt.Unix()}
 }
 
 // jobOrder orders a job's channels as a chat call's: priority first,

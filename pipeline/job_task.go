@@ -34,43 +34,71 @@ func NewTaskFinisher(cs *Chains, d *Deps, specs map[string]*vendor.FamilySpec) *
 	return &TaskFinisher{chains: cs, d: d, specs: specs, red: red}
 }
 
-// msgInterrupted is what a poll of a task cut by a restart answers.
-const msgInterrupted = "the task was interrupted by a gateway restart and refunded in full; submit it again"
+// Messages of a task the gateway ended.
+const (
+	msgInterrupted = "the task was interrupted by a gateway restart and refunded in full; submit it again"
+	msgCancelled   = "the task was cancelled and refunded in full"
+)
 
 // FinishTask implements tasks.Finisher.
 func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.End) error {
 	spec := f.specs[t.Family]
 	if spec == nil {
-		spec = &vendor.FamilySpec{Name: t.Family, UnitType: t.Family}
-	}
-	m, ok := f.d.Config.Model(t.Model)
-	if !ok {
-		// The model left the config: its units cannot be priced; refund.
-		m = &config.Model{ID: t.Model, Family: t.Family}
-		end = tasks.End{Err: apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is no longer served", t.Model)}
+		spec = &vendor.FamilySpec{Name: t.Family, UnitType: t.UnitType}
 	}
 	job, _ := tasks.DecodeJob(t.Job)
+	m, ok := f.d.Config.Model(t.Model)
+	switch {
+	case !ok && job.Price == nil:
+		// The model left the config and the task kept no prices: its
+		// units cannot be priced; refund.
+		m = &config.Model{ID: t.Model, Family: t.Family}
+		end = tasks.End{Err: apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is no longer served", t.Model)}
+	case !ok:
+		m = &config.Model{ID: t.Model, Family: t.Family}
+	}
+	price := m.Price
+	if job.Price != nil {
+		price = *job.Price // the prices in force when it was submitted
+	}
+	rt := spec.CreateRoute(store.TaskCollection(t.ID))
+	if rt == nil {
+		rt = &vendor.FamilyRoute{Operation: t.Operation}
+	}
 	c := &Call{
 		Kind: KindJob, ID: t.RequestID, Start: t.SubmittedAt, Protocol: protocol.OpenAIChat, Billed: true,
 		ModelID: t.Model, Model: m,
 		Key:     &store.Key{ID: t.KeyID, AccountID: t.AccountID, Name: t.KeyName, Prefix: t.KeyPrefix},
 		Hold:    &store.Hold{ID: t.HoldID, AccountID: t.AccountID, Amount: t.Hold, TaskID: t.ID},
 		Channel: t.Channel, UpstreamTried: t.Channel != "", UpstreamCalls: 1,
-		Job: &Job{Spec: spec, Task: &t, TaskID: t.ID, Accepted: true, Async: true, LinkBase: job.LinkBase},
+		Job: &Job{Spec: spec, Route: *rt, Billing: spec.BillingOf(rt), Task: &t, TaskID: t.ID, Accepted: true,
+			Async: true, LinkBase: job.LinkBase, Price: price},
 	}
+	c.Job.Billing.UnitType = t.UnitType
 	c.Job.Route.Operation = t.Operation
 	t.CompletedAt = f.d.Now()
 	t.Status = store.TaskFailed
 	fail := func(e *apierr.Error) {
 		c.Err = e
-		t.Result = &store.TaskResult{HTTPStatus: e.Status, Body: apierr.Body(c.Protocol, e),
-			ErrorCode: e.Code, ErrorMessage: e.Message}
+		endFailed(spec, &t, e.Status, apierr.Body(c.Protocol, e), e.Code, e.Message)
 	}
 	switch out := end.Outcome; {
 	case end.Interrupted:
 		c.Job.Interrupted = true
 		e := apierr.New(apierr.InternalError, msgInterrupted)
-		t.Result = &store.TaskResult{HTTPStatus: e.Status, Body: apierr.Body(c.Protocol, e)}
+		endFailed(spec, &t, e.Status, apierr.Body(c.Protocol, e), "", e.Message)
+		if spec.Record {
+			t.Record = tasks.WithError(spec, t.Record, "gateway_restart", msgInterrupted)
+		}
+	case end.Cancelled || out != nil && out.State == vendor.JobCancelled:
+		msg := msgCancelled
+		if out != nil && out.Error != nil && out.Error.Message != "" {
+			msg = f.red.Redact(out.Error.Message)
+		}
+		e := &apierr.Error{Status: http.StatusConflict, Code: codeCancelled, Type: "invalid_request_error", Message: msg}
+		c.Err = e
+		endFailed(spec, &t, e.Status, apierr.Body(c.Protocol, e), e.Code, e.Message)
+		t.Status = store.TaskCancelled
 	case end.Err != nil:
 		fail(taskError(f.red, ctx, c, end.Err))
 	case out != nil && out.State == vendor.JobSucceeded:
@@ -89,8 +117,15 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 		}
 		c.Served = true
 		t.Status = store.TaskSucceeded
-		t.Result = &store.TaskResult{HTTPStatus: status, Header: h, Body: body, URLs: c.Job.URLs,
-			ExpiresAt: c.Job.ExpiresAt, DropOnRead: out.Inline}
+		t.Result = &store.TaskResult{HTTPStatus: status, URLs: c.Job.URLs, ExpiresAt: c.Job.ExpiresAt}
+		if spec.Record {
+			t.Record = body
+		} else {
+			t.Result.Header, t.Result.Body, t.Result.DropOnRead = h, body, out.Inline
+		}
+		if spec.ExpireResults && c.Job.ExpiresAt != nil {
+			t.ExpireAt = *c.Job.ExpiresAt
+		}
 	case out != nil:
 		fail(jobError(f.red, outcomeError(out)))
 	default:
@@ -98,6 +133,17 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 	}
 	f.chains.For(KindJob).runAfter(ctx, "dispatch", c)
 	return c.finishErr
+}
+
+// endFailed sets the result of a task that ended without its answer: the
+// error a poll answers, or, for a family whose tasks are records, its
+// record with the error written in (a poll answers it with 200).
+func endFailed(spec *vendor.FamilySpec, t *store.Task, status int, body []byte, code, message string) {
+	t.Result = &store.TaskResult{HTTPStatus: status, Body: body, ErrorCode: code, ErrorMessage: message}
+	if spec.Record {
+		t.Result.HTTPStatus, t.Result.Body = http.StatusOK, nil
+		t.Record = tasks.WithError(spec, tasks.Record(spec, t, t.Status), code, message)
+	}
 }
 
 // taskError is the error a task that failed without an answer shows.

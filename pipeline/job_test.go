@@ -2,17 +2,61 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
+	"github.com/tollgate-gw/tollgate/store"
 )
+
+// memFiles is a FileHost in memory.
+type memFiles struct {
+	mu      sync.Mutex
+	uploads map[string][]byte
+}
+
+func (m *memFiles) Host(context.Context, string, vendor.ResultFile, time.Duration, string) (string, time.Time, error) {
+	return "https://gw/files/x", time.Now().Add(time.Hour), nil
+}
+
+func (m *memFiles) Fetch(context.Context, vendor.ResultFile, int64) ([]byte, string, error) {
+	return []byte("x"), "image/png", nil
+}
+
+func (m *memFiles) Upload(_ context.Context, _ string, u Upload) (vendor.JobFile, error) {
+	b, err := io.ReadAll(u.Body)
+	if err != nil {
+		return vendor.JobFile{}, err
+	}
+	sum := sha256.Sum256(b)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.uploads == nil {
+		m.uploads = map[string][]byte{}
+	}
+	url := "http://127.0.0.1/files/" + u.Filename
+	m.uploads[url] = b
+	ct := u.ContentType
+	if ct == "" || ct == "application/octet-stream" {
+		ct = http.DetectContentType(b)
+	}
+	return vendor.JobFile{Field: u.Field, Filename: u.Filename, ContentType: ct, URL: url, Size: int64(len(b)),
+		SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+func (m *memFiles) Discard(context.Context, []vendor.JobFile) {}
 
 func jobCall(t testing.TB, contentType string, body []byte, multipartOK bool) *Call {
 	r, err := http.NewRequest(http.MethodPost, "/v1/images/edits", bytes.NewReader(body))
@@ -20,10 +64,14 @@ func jobCall(t testing.TB, contentType string, body []byte, multipartOK bool) *C
 		t.Fatal(err)
 	}
 	r.Header.Set("Content-Type", contentType)
-	return &Call{Request: r, Body: body, Job: &Job{
-		Spec:  &vendor.FamilySpec{Name: "image"},
-		Route: vendor.FamilyRoute{Multipart: multipartOK, Async: vendor.AsyncField},
+	return &Call{Request: r, Body: body, Account: &store.Account{ID: "acct"}, Job: &Job{
+		Routes: []JobRoute{{Spec: &vendor.FamilySpec{Name: "image"},
+			Route: vendor.FamilyRoute{Multipart: multipartOK, Async: vendor.AsyncField}}},
 	}}
+}
+
+func readJobBody(c *Call) error {
+	return (&allowlistStage{files: &memFiles{}}).readJobBody(context.Background(), c)
 }
 
 func TestReadJobBodyMultipart(t *testing.T) {
@@ -111,16 +159,32 @@ func TestCanonicalFingerprint(t *testing.T) {
 }
 
 func TestUnitsCost(t *testing.T) {
-	m := &config.Model{Price: config.Price{PerImage: money.MustParse("0.04"), PerImageHD: money.MustParse("0.1")}}
-	got, err := unitsCost(m, "per_image", []vendor.Units{{Count: 3}, {Tier: "hd", Count: 2}, {Tier: "unknown", Count: 1}})
-	if err != nil || got != money.MustParse("0.36") {
-		t.Fatalf("cost %s, %v; want 0.36 (3x0.04 + 2x0.1 + an unknown tier at the base price)", got, err)
+	m := &config.Model{ID: "m", Price: config.Price{PerImage: money.MustParse("0.04"), PerImageHD: money.MustParse("0.1")}}
+	got, err := unitsCost(m, m.Price, "per_image", []vendor.Units{{Count: 3}, {Tier: "hd", Count: 2}})
+	if err != nil || got != money.MustParse("0.32") {
+		t.Fatalf("cost %s, %v; want 0.32 (3x0.04 + 2x0.1)", got, err)
 	}
-	if _, err := unitsCost(m, "per_image", []vendor.Units{{Count: -1}}); err == nil {
+	// Fail closed: a tier the model does not price is refused, never
+	// billed at the base price.
+	if _, err := unitsCost(m, m.Price, "per_image", []vendor.Units{{Tier: "unknown", Count: 1}}); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Fatalf("an unknown tier: %v", err)
+	}
+	tiered := &config.Model{ID: "motion", Price: config.Price{PerSecondByResolution: map[string]money.Nano{"fast": money.MustParse("4.04")}}}
+	if _, err := unitsCost(tiered, tiered.Price, "per_second", []vendor.Units{{Count: 5}}); err == nil {
+		t.Fatal("a model priced by tier only was billed at a base price of 0")
+	}
+	if got, err := unitsCost(tiered, tiered.Price, "per_second", []vendor.Units{{Tier: "fast", Count: 5}}); err != nil || got != money.MustParse("20.2") {
+		t.Fatalf("tier: %s %v", got, err)
+	}
+	flat := &config.Model{ID: "flat", Price: config.Price{PerSecond: money.MustParse("0.5")}}
+	if got, err := unitsCost(flat, flat.Price, "per_second", []vendor.Units{{Tier: "max", Count: 2}}); err != nil || got != money.MustParse("1") {
+		t.Fatalf("a flat price bills every tier: %s %v", got, err)
+	}
+	if _, err := unitsCost(m, m.Price, "per_image", []vendor.Units{{Count: -1}}); err == nil {
 		t.Fatal("a negative count was priced")
 	}
 	huge := &config.Model{Price: config.Price{PerImage: money.Max}}
-	if _, err := unitsCost(huge, "per_image", []vendor.Units{{Count: 2}}); err == nil {
+	if _, err := unitsCost(huge, huge.Price, "per_image", []vendor.Units{{Count: 2}}); err == nil {
 		t.Fatal("a cost out of range was priced")
 	}
 }

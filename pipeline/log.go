@@ -136,7 +136,7 @@ func (s *logStage) row(c *Call) *store.LogRow {
 		r.AttemptsCount = &n
 	}
 	if j := c.Job; j != nil {
-		r.UnitType = j.Spec.UnitType
+		r.UnitType = j.Billing.UnitType
 		n := unitCount(j.Units)
 		if c.Err != nil || !c.Served {
 			n = 0
@@ -236,7 +236,7 @@ func techView(c *Call) *store.TechView {
 		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: c.Hold.Amount.String()})
 	}
 	if j := c.Job; j != nil {
-		t.Kind = techKind(j.Spec.UnitType)
+		t.Kind = techKind(j.Billing.UnitType)
 		t.Request = append(t.Request, store.KV{K: "operation", V: j.Route.Operation}, store.KV{K: "async", V: strconv.FormatBool(j.Async)})
 		if len(j.Files) > 0 {
 			t.Request = append(t.Request, store.KV{K: "files", V: strconv.Itoa(len(j.Files))})
@@ -249,6 +249,10 @@ func techView(c *Call) *store.TechView {
 		}
 		if j.Plan != nil && len(j.Plan.Hold) > 0 {
 			t.Gateway = append(t.Gateway, store.KV{K: "held_units", V: strconv.FormatInt(unitCount(j.Plan.Hold), 10)})
+		}
+		if j.Orphan != "" {
+			// The submit got no answer: the channel may hold a job nobody polls.
+			t.Gateway = append(t.Gateway, store.KV{K: "possible_orphan_on", V: j.Orphan})
 		}
 	}
 	if c.Served && !c.Usage.Reported {

@@ -72,17 +72,21 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 // holdJob holds what a job's planned units cost; an async job's hold
 // names its task, which owns it from the moment the task is written.
 func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
+	j := c.Job
+	if err := resolveRefs(ctx, s.store, c); err != nil {
+		return err
+	}
+	if j.recorded() {
+		// The plugin renders the task's record with its id.
+		j.TaskID = newTaskID(j.Billing.TaskPrefix)
+	}
 	amount, err := s.planJob(ctx, c)
 	if err != nil {
 		return err
 	}
-	j := c.Job
-	if j.Async {
-		j.TaskID = newTaskID(j.Spec.TaskPrefix)
-	}
 	h := store.Hold{
 		ID: c.ID, AccountID: c.Account.ID, KeyID: c.Key.ID, KeyName: c.Key.Name, KeyPrefix: c.Key.Prefix,
-		Model: c.Model.ID, UnitType: j.Spec.UnitType, Amount: amount, SubmittedAt: c.Start, TaskID: j.TaskID,
+		Model: c.Model.ID, UnitType: j.Billing.UnitType, Amount: amount, SubmittedAt: c.Start, TaskID: j.TaskID,
 		SpendCap: c.Key.SpendCap,
 	}
 	return s.place(ctx, c, h, "its units at the model's price", "top up")

@@ -79,6 +79,7 @@ type Gateway struct {
 	jobs      map[string]vendor.Jobs
 	families  []*vendor.FamilySpec
 	files     *files.Store
+	fileHost  *fileHost
 	kb        *kb.Service
 	kbAPI     *kbapi.API
 	engine    *tasks.Engine
@@ -250,6 +251,13 @@ func (g *Gateway) provisionFiles(ctx context.Context) error {
 	}
 	g.files = fs
 	g.onCleanup(fs.Close)
+	g.fileHost = &fileHost{fs: fs}
+	g.fileHost.setPolicy(g.cfg.Server.AllowPrivateURLs)
+	stop, err := g.fileHost.serveUploads(g.log.Named("uploads"))
+	if err != nil {
+		return err
+	}
+	g.onCleanup(stop)
 	return nil
 }
 
@@ -323,6 +331,7 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 			return nil
 		},
 	})
+	adm.TaskRoutes(g.engine)
 	gen, err := g.buildGeneration(cfg, g.vendors, g.jobs, g.families)
 	if err != nil {
 		return err
@@ -374,6 +383,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	// cleaned up.
 	defer func() { stopBG(); g.engine.Wait() }()
 	go g.files.Run(bg)
+	go g.engine.Expire(bg, files.DefaultSweepEvery) // beside the files sweep
 	go g.kb.Run(bg) // follows page changes other instances make
 	if cfg.Console.Enabled {
 		go g.users.Sweep(bg, time.Hour)
@@ -415,28 +425,12 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	return nil
 }
 
-// fileHost hosts job results in the files store.
-type fileHost struct{ fs *files.Store }
-
-func (h fileHost) Host(ctx context.Context, owner string, f vendor.ResultFile, retention time.Duration, base string) (string, time.Time, error) {
-	info, err := h.fs.Put(ctx, files.File{Data: f.Data, ContentType: f.ContentType, Name: f.Name, Owner: owner, Retention: retention})
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	return h.fs.Link(base, info.ID, 0)
-}
-
 // newOwnerID names this process in task leases.
 func newOwnerID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	host, _ := os.Hostname()
 	return host + "-" + hex.EncodeToString(b[:])
-}
-
-// sameSpec reports whether two plugins describe a family alike.
-func sameSpec(a, b *vendor.FamilySpec) bool {
-	return fmt.Sprintf("%+v", *a) == fmt.Sprintf("%+v", *b)
 }
 
 func configName(cfg *config.Config) string {

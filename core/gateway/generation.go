@@ -50,7 +50,7 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 	deps := &pipeline.Deps{
 		Config: cfg, Store: g.store, Vendors: vendors, Jobs: jobs, Logger: g.log, Now: g.now,
 		Limits: g.limits, Health: g.health, Auth: g.auth, Redact: red,
-		Files: fileHost{g.files}, Tasks: g.engine, Retriever: kbRetriever{g.kb},
+		Files: g.fileHost, Tasks: g.engine, Retriever: kbRetriever{g.kb},
 	}
 	if g.tracing != nil {
 		deps.Tracer = g.tracing.Tracer()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-gw/tollgate/core/server"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 
@@ -295,7 +297,7 @@ func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[strin
 			sp := d.Specs[i]
 			serves[name] = append(serves[name], sp.Name)
 			if prev, ok := specs[sp.Name]; ok {
-				if !sameSpec(prev, &sp) {
+				if !vendor.SameSpec(prev, &sp) {
 					return nil, nil, fmt.Errorf("plugins %q and %q describe the %s family differently (routes or limits); build them from the same version", by[sp.Name], name, sp.Name)
 				}
 				continue
@@ -328,6 +330,7 @@ func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[strin
 				"no channel of model %q has a plugin serving the %s family", m.ID, m.Family))
 		}
 	}
+	problems = append(problems, unpriced(cfg, specs)...)
 	if err := join(problems); err != nil {
 		return nil, nil, err
 	}
@@ -335,5 +338,50 @@ func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[strin
 	for _, name := range slices.Sorted(maps.Keys(specs)) {
 		out = append(out, specs[name])
 	}
+	// One route, several families: they must declare it alike, or the
+	// server could not serve it for both.
+	if _, err := server.GroupRoutes(out); err != nil {
+		return nil, nil, fmt.Errorf("plugins declare family routes that cannot be served together: %w", err)
+	}
 	return jobs, out, nil
+}
+
+// unpriced refuses, by file and line, a media model whose price {} lacks
+// a unit a route it is called on bills: it would serve for nothing. A
+// model is called on its family's create routes that name it, or else on
+// those that name no model.
+func unpriced(cfg *config.Config, specs map[string]*vendor.FamilySpec) []*config.Error {
+	var out []*config.Error
+	for i := range cfg.Models {
+		m := &cfg.Models[i]
+		spec := specs[m.Family]
+		if spec == nil || m.Free {
+			continue
+		}
+		var own, open []string
+		for j := range spec.Routes {
+			rt := &spec.Routes[j]
+			if rt.Kind != vendor.RouteCreate {
+				continue
+			}
+			unit := spec.BillingOf(rt).PriceUnit
+			switch rt.Model {
+			case m.ID:
+				own = append(own, unit)
+			case "":
+				open = append(open, unit)
+			}
+		}
+		if len(own) == 0 {
+			own = open
+		}
+		for _, unit := range own {
+			if !m.Price.Prices(unit) {
+				out = append(out, cfg.Refuse(config.Ref{Kind: "model", Name: m.ID, Attr: "price"},
+					"model %q is a %s model, billed %s, and its price {} does not set %s (or write free = true)", m.ID, m.Family, unit, unit))
+				break
+			}
+		}
+	}
+	return out
 }

@@ -113,6 +113,7 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 func (g *Gateway) swap(cur, next *generation) {
 	g.limits.SetDefaults(next.cfg.Limits.RPM, next.cfg.Limits.Concurrency)
 	g.engine.SetSpecs(next.specs)
+	g.fileHost.setPolicy(next.cfg.Server.AllowPrivateURLs)
 	g.finisher.set(next.finisher)
 	g.gen.Store(next)
 	g.warnRestartOnly(cur.cfg, next.cfg)

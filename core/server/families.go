@@ -2,8 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"mime"
 	"net/http"
+	"slices"
+	"strings"
 
+	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/files"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/tasksapi"
@@ -11,37 +17,195 @@ import (
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
-// family registers the routes a family's plugins declared: creates run
-// through the job chain, polls and lists through the read chain.
-func (s *Server) family(spec *vendor.FamilySpec, tlsDomains []string) {
-	for _, rt := range spec.Routes {
+// routeDecls are the families' declarations of one method and path.
+type routeDecls struct {
+	method, path string
+	decls        []pipeline.JobRoute
+}
+
+// GroupRoutes gathers the families' routes by method and path, in the
+// order they first appear. Several families may declare one route when
+// its shape agrees (vendor.SameShape); a disagreement names both families.
+func GroupRoutes(specs []*vendor.FamilySpec) ([]routeDecls, error) {
+	var out []routeDecls
+	at := map[string]int{}
+	var problems []string
+	for _, spec := range specs {
+		for _, rt := range spec.Routes {
+			k := rt.Method + " " + rt.Path
+			i, seen := at[k]
+			if !seen {
+				at[k] = len(out)
+				out = append(out, routeDecls{method: rt.Method, path: rt.Path, decls: []pipeline.JobRoute{{Spec: spec, Route: rt}}})
+				continue
+			}
+			first := out[i].decls[0]
+			if why := vendor.SameShape(first.Spec, &first.Route, spec, &rt); why != "" {
+				problems = append(problems, "the "+first.Spec.Name+" and "+spec.Name+" families declare "+k+" differently ("+why+")")
+				continue
+			}
+			out[i].decls = append(out[i].decls, pipeline.JobRoute{Spec: spec, Route: rt})
+		}
+	}
+	if len(problems) > 0 {
+		return out, errors.New(strings.Join(problems, "; "))
+	}
+	return out, nil
+}
+
+// families registers the routes the families' plugins declared, each
+// once: creates run through the job chain (the model's family picks the
+// spec), polls, lists, deletes and reads through the read chain.
+func (s *Server) families(specs []*vendor.FamilySpec, tlsDomains []string) {
+	groups, err := GroupRoutes(specs)
+	if err != nil {
+		// The gateway refuses such plugins at start; whatever else built
+		// this server serves the first declaration of each route.
+		s.log.Error("family routes disagree; the first declaration of each serves", "error", err)
+	}
+	for _, g := range groups {
+		first := g.decls[0]
 		var kind pipeline.Kind
 		var h http.HandlerFunc
-		switch rt.Kind {
+		switch first.Route.Kind {
 		case vendor.RouteCreate:
-			kind, h = pipeline.KindJob, s.serveJob(spec, rt, tlsDomains)
-		case vendor.RoutePoll:
-			kind, h = pipeline.KindRead, s.read(taskHandler(s.tasks.Poll(spec)), readOpts{})
-		case vendor.RouteList:
-			kind, h = pipeline.KindRead, s.read(taskHandler(s.tasks.List(spec)), readOpts{})
+			kind, h = pipeline.KindJob, s.serveJob(g.decls, tlsDomains)
+		case vendor.RoutePoll, vendor.RouteList, vendor.RouteDelete:
+			kind, h = pipeline.KindRead, s.read(s.gated(first.Route.Gate, s.taskRoute(g.decls)), readOpts{})
+		case vendor.RouteRead:
+			kind, h = pipeline.KindRead, s.read(s.gated(first.Route.Gate, s.familyRead(first)), readOpts{})
 		default:
-			s.log.Warn("a family route of unknown kind is not served", "family", spec.Name, "path", rt.Path, "kind", rt.Kind)
+			s.log.Warn("a family route of unknown kind is not served", "family", first.Spec.Name, "path", g.path, "kind", first.Route.Kind)
 			continue
 		}
-		s.handle(rt.Method, rt.Path, kind, h)
-		s.routes[len(s.routes)-1].Family = spec.Name
+		s.handle(g.method, g.path, kind, h)
+		names := make([]string, len(g.decls))
+		for i, d := range g.decls {
+			names[i] = d.Spec.Name
+		}
+		s.routes[len(s.routes)-1].Family = strings.Join(names, ",")
 	}
 }
 
-func taskHandler(h tasksapi.Handler) readHandler {
+// taskRoute serves a poll, list or delete route for every family on it.
+func (s *Server) taskRoute(decls []pipeline.JobRoute) readHandler {
+	first := decls[0]
+	rt := tasksapi.Route{Families: map[string]*vendor.FamilySpec{},
+		Prefix: first.Spec.BillingOf(&first.Route).TaskPrefix, List: first.Spec.ListOf(&first.Route)}
+	for _, d := range decls {
+		rt.Families[d.Spec.Name] = d.Spec
+	}
+	var h tasksapi.Handler
+	switch first.Route.Kind {
+	case vendor.RoutePoll:
+		h = s.tasks.Poll(rt)
+	case vendor.RouteDelete:
+		h = s.tasks.Delete(rt)
+	default:
+		if op := first.Route.Operation; op != "" {
+			rt.Merge = func(r *http.Request) ([]byte, error) {
+				out, err := s.askFamily(r, first, op)
+				if err != nil {
+					return nil, err
+				}
+				return out.Body, nil
+			}
+		}
+		h = s.tasks.List(rt)
+	}
 	return func(_ context.Context, c *pipeline.Call) error {
 		return h(c.W, c.Request, c.Key)
 	}
 }
 
-// serveJob runs a family's create through the job chain.
-func (s *Server) serveJob(spec *vendor.FamilySpec, rt vendor.FamilyRoute, tlsDomains []string) http.HandlerFunc {
-	limit := rt.MaxBody
+// gated refuses a key whose allowlist lacks the route's gate model.
+func (s *Server) gated(gate string, h readHandler) readHandler {
+	if gate == "" {
+		return h
+	}
+	return func(ctx context.Context, c *pipeline.Call) error {
+		if m, ok := s.cfg.Model(gate); !ok || !pipeline.Allowed(c.Key, m) {
+			return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s', which this endpoint needs", gate)
+		}
+		return h(ctx, c)
+	}
+}
+
+// familyRead answers a free read route from the family's plugin.
+func (s *Server) familyRead(d pipeline.JobRoute) readHandler {
+	return func(_ context.Context, c *pipeline.Call) error {
+		out, err := s.askFamily(c.Request, d, d.Route.Operation)
+		if err != nil {
+			return err
+		}
+		status := out.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		h := c.W.Header()
+		h.Set("Content-Type", "application/json")
+		for k, v := range out.Headers {
+			h.Set(k, v)
+		}
+		c.W.WriteHeader(status)
+		_, _ = c.W.Write(out.Body)
+		return nil
+	}
+}
+
+// askFamily asks a family's plugin a read (vendor.JobReader): on the
+// route's model (its own, else the family's first configured one), on the
+// model's first channel of the family; the query parameters are the body.
+func (s *Server) askFamily(r *http.Request, d pipeline.JobRoute, op string) (*vendor.JobOutcome, error) {
+	model := d.Route.Model
+	if model == "" {
+		for i := range s.cfg.Models {
+			if s.cfg.Models[i].Family == d.Spec.Name {
+				model = s.cfg.Models[i].ID
+				break
+			}
+		}
+	}
+	m, ok := s.cfg.Model(model)
+	if !ok {
+		return nil, apierr.Newf(apierr.NoChannelAvailable, "no %s model is configured", d.Spec.Name)
+	}
+	for _, ch := range s.cfg.ChannelsFor(m.ID) {
+		if !slices.Contains(ch.Families, d.Spec.Name) {
+			continue
+		}
+		rd, ok := s.vendors[ch.Vendor].(vendor.JobReader)
+		if !ok {
+			continue
+		}
+		q := map[string]string{}
+		for k, vs := range r.URL.Query() {
+			q[k] = vs[0]
+		}
+		body, _ := json.Marshal(q) // strings always marshal
+		upstream, _ := ch.UpstreamModel(m.ID)
+		out, err := rd.Read(r.Context(), &vendor.JobRequest{Family: d.Spec.Name, Operation: op, Channel: ch.Name,
+			Model: vendor.JobModel{ID: m.ID, Upstream: upstream, Settings: m.FamilySettings(), Tiers: m.Price.Tiers()},
+			Body:  body, RequestID: requestID(r)})
+		if err != nil {
+			if errors.Is(err, vendor.ErrNoJobs) {
+				continue
+			}
+			return nil, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached")
+		}
+		if out.Error != nil {
+			return nil, apierr.FromUpstream(out.Error.Status, out.Error.Message)
+		}
+		return out, nil
+	}
+	return nil, apierr.Newf(apierr.NoChannelAvailable, "no channel of the model '%s' answers this route", m.ID)
+}
+
+// serveJob runs a family's create through the job chain. A multipart body
+// is left unread: the job stage streams its files to the file store.
+func (s *Server) serveJob(decls []pipeline.JobRoute, tlsDomains []string) http.HandlerFunc {
+	first := decls[0].Route
+	limit := first.MaxBody
 	if limit <= 0 {
 		limit = MaxChatBody
 	}
@@ -49,13 +213,27 @@ func (s *Server) serveJob(spec *vendor.FamilySpec, rt vendor.FamilyRoute, tlsDom
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindJob, Protocol: protocol.OpenAIChat,
 			Billed: true, Request: r, W: pipeline.NewResponseWriter(w), Pattern: r.Pattern,
-			Job: &pipeline.Job{Spec: spec, Route: rt, LinkBase: files.BaseURL(s.cfg.Server.PublicURL, tlsDomains, r)},
+			Job: &pipeline.Job{Routes: decls, LinkBase: files.BaseURL(s.cfg.Server.PublicURL, tlsDomains, r)},
 		}
-		body, err := readBody(w, r, limit)
-		if err != nil {
-			c.BodyErr = err // the chain still runs: a known key gets its rejected row
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" && first.Multipart {
+			if r.ContentLength > limit {
+				c.BodyErr = tooLarge(limit)
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		} else {
+			body, err := readBody(w, r, limit)
+			if err != nil {
+				c.BodyErr = err // the chain still runs: a known key gets its rejected row
+			}
+			c.Body = body
 		}
-		c.Body = body
 		s.chains.Run(r.Context(), c)
 	}
+}
+
+// tooLarge is the 413 of a body over limit bytes.
+func tooLarge(limit int64) *apierr.Error {
+	e := apierr.Newf(apierr.InvalidRequest, "request body is larger than %d MB", limit>>20)
+	e.Status = http.StatusRequestEntityTooLarge
+	return e
 }

@@ -81,7 +81,7 @@ type Options struct {
 type Route struct {
 	Method, Path string
 	Kind         pipeline.Kind
-	Family       string // for family routes
+	Family       string // for family routes: the families that declared it, comma-separated
 }
 
 // New builds the server and its routes.
@@ -122,9 +122,7 @@ func New(o Options) *Server {
 		// (spec: Authentication rule 4); free, no balance needed.
 		s.handle(rt.Method, rt.Path, pipeline.KindRead, s.read(accountHandler(rt.Serve), readOpts{forms: pipeline.HeaderForms}))
 	}
-	for _, spec := range o.Families {
-		s.family(spec, o.TLSDomains)
-	}
+	s.families(o.Families, o.TLSDomains)
 	if o.Files != nil {
 		s.handle(http.MethodGet, "/files/{id}", "", o.Files.ServeHTTP)
 		s.handle(http.MethodHead, "/files/{id}", "", o.Files.ServeHTTP)

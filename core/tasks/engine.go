@@ -33,6 +33,8 @@ type End struct {
 	Err error
 	// Interrupted: a gateway restart cut the task (refunded in full).
 	Interrupted bool
+	// Cancelled: an operator cancelled the task (refunded in full).
+	Cancelled bool
 }
 
 // Finisher ends a task: prices what it delivered, hosts its files,
@@ -88,6 +90,8 @@ type entry struct {
 	busy    bool
 	pending *vendor.JobOutcome // an outcome to finish with, already known
 	resumed bool               // claimed from a dead instance
+	cancel  bool               // an operator cancels it
+	gone    chan struct{}      // closed once it ended here (Cancel waits on it)
 }
 
 // New returns an engine; Start runs it.
@@ -296,7 +300,7 @@ func (e *Engine) renew(ctx context.Context) {
 // due: renew writes en.t under e.mu): end it, or ask the upstream once.
 func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 	e.mu.Lock()
-	pending, resumed := en.pending, en.resumed
+	pending, resumed, cancelled := en.pending, en.resumed, en.cancel
 	e.mu.Unlock()
 	spec := (*e.specs.Load())[t.Family]
 	var (
@@ -304,6 +308,11 @@ func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 		next time.Time
 	)
 	switch {
+	case cancelled:
+		end = &End{Cancelled: true}
+		if t.UpstreamRef != "" {
+			e.cancel(t)
+		}
 	case spec == nil:
 		end = &End{Err: fmt.Errorf("the %s family is no longer served", t.Family)}
 	case pending != nil:
@@ -311,7 +320,7 @@ func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 	case resumed && (!spec.ResumeAfterRestart || t.UpstreamRef == ""):
 		end = &End{Interrupted: true}
 	case !e.o.Now().Before(t.Deadline):
-		end = &End{Err: timeoutError(spec)}
+		end = &End{Err: timeoutError(&t)}
 		if t.UpstreamRef != "" {
 			go e.cancel(t)
 		}
@@ -339,7 +348,11 @@ func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 		if err == nil {
 			e.ended[[2]string{t.Family, endState(end)}]++
 		}
+		gone := en.gone
 		e.mu.Unlock()
+		if gone != nil {
+			close(gone)
+		}
 	default:
 		e.log.Error("ending a task failed; it is retried", "task_id", t.ID, "error", err)
 		e.release(en, t, e.o.Now().Add(e.o.PollMin))
@@ -381,7 +394,7 @@ func (e *Engine) ask(ctx context.Context, t *store.Task, spec *vendor.FamilySpec
 	if err != nil {
 		var f *vendor.Failure
 		if errors.As(err, &f) && f.Kind == vendor.FailureTimeout && !e.o.Now().Before(t.Deadline) {
-			return &End{Err: timeoutError(spec)}, time.Time{}
+			return &End{Err: timeoutError(t)}, time.Time{}
 		}
 		if !job.UpstreamJob {
 			// A synchronous call that failed without an answer is over.
@@ -390,11 +403,14 @@ func (e *Engine) ask(ctx context.Context, t *store.Task, spec *vendor.FamilySpec
 		return e.retryLater(t, e.o.Now(), err)
 	}
 	switch out.State {
-	case vendor.JobSucceeded, vendor.JobFailed:
+	case vendor.JobSucceeded, vendor.JobFailed, vendor.JobCancelled:
 		return &End{Outcome: out}, time.Time{}
 	}
 	if out.UpstreamRef != "" {
 		t.UpstreamRef = out.UpstreamRef
+	}
+	if spec.Record && len(out.Body) > 0 {
+		t.Record = out.Body // the record as it now stands (progress)
 	}
 	wait := out.PollAfter
 	if wait <= 0 {
@@ -435,7 +451,11 @@ func (e *Engine) lost(en *entry, t store.Task, err error) {
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
 		e.mu.Lock()
 		delete(e.owned, t.ID)
+		gone := en.gone
 		e.mu.Unlock()
+		if gone != nil {
+			close(gone)
+		}
 		return
 	}
 	e.log.Error("saving a task's progress failed", "task_id", t.ID, "error", err)
@@ -456,10 +476,10 @@ func (e *Engine) cancel(t store.Task) {
 	_ = p.Cancel(ctx, &req)
 }
 
-// timeoutError is the failure of a task that ran past its family's
-// maximum runtime.
-func timeoutError(spec *vendor.FamilySpec) error {
-	return &TimeoutError{MaxRuntime: spec.MaxRuntime}
+// timeoutError is the failure of a task that ran past its maximum
+// runtime (its family's, or its model's shorter one).
+func timeoutError(t *store.Task) error {
+	return &TimeoutError{MaxRuntime: t.Deadline.Sub(t.SubmittedAt).Round(time.Second)}
 }
 
 // TimeoutError is a task that ran past its maximum runtime.
@@ -467,6 +487,78 @@ type TimeoutError struct{ MaxRuntime time.Duration }
 
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("the task did not finish within %s", e.MaxRuntime)
+}
+
+// Expire turns the succeeded tasks whose results passed their retention
+// into expired (no money moves), at once and then every interval, until
+// ctx ends. It runs beside the files sweep that deletes those results.
+func (e *Engine) Expire(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for {
+			ids, err := e.o.Store.ExpireTasks(ctx, e.o.Now(), 500)
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Error("expiring tasks failed", "error", err)
+				}
+				break
+			}
+			if len(ids) > 0 {
+				e.log.Debug("tasks expired", "count", len(ids))
+			}
+			if len(ids) < 500 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ErrEnded is Cancel's answer for a task that has already ended.
+var ErrEnded = errors.New("tasks: the task has already ended")
+
+// Cancel ends an unfinished task as cancelled, refunded in full, after
+// asking its upstream to stop it: an operator's cancel. The task is taken
+// from whichever instance held it. It returns once the task ended (or
+// ctx did); ErrEnded when it had ended already, store.ErrNotFound when
+// there is none.
+func (e *Engine) Cancel(ctx context.Context, id string) error {
+	e.mu.Lock()
+	en, ok := e.owned[id]
+	if !ok {
+		e.mu.Unlock()
+		t, err := e.o.Store.TakeTask(ctx, id, e.o.Owner, e.o.Now().Add(e.o.Lease))
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			return ErrEnded
+		case err != nil:
+			return err
+		}
+		t.Owner, t.LeaseUntil = e.o.Owner, e.o.Now().Add(e.o.Lease)
+		e.mu.Lock()
+		if en, ok = e.owned[id]; !ok {
+			en = &entry{t: t, next: e.o.Now()}
+			e.owned[id] = en
+		}
+	}
+	en.cancel, en.next = true, e.o.Now()
+	if en.gone == nil {
+		en.gone = make(chan struct{})
+	}
+	gone := en.gone
+	e.mu.Unlock()
+	e.nudge()
+	select {
+	case <-gone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Owned reports how many tasks this instance works on (metrics, tests).

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"encoding/gob"
 
+	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
 // Job is what a task keeps to ask its plugin again, after a restart too:
-// the request as the plugin is handed it, how the vendor runs it, and the
-// base of the links to its results.
+// the request as the plugin is handed it (uploads as links, never their
+// bytes), how the vendor runs it, the base of the links to its results,
+// and the model's prices when it was submitted (a task settles at them,
+// whatever a reload changes meanwhile).
 type Job struct {
 	Request     vendor.JobRequest
 	UpstreamJob bool // Submit and Poll; false: one Run
 	LinkBase    string
+	Price       *config.Price
 }
 
 // Encode is the job as the store keeps it (store.Task.Job).

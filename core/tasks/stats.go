@@ -38,6 +38,8 @@ func endState(end *End) string {
 	switch {
 	case end.Interrupted:
 		return "interrupted"
+	case end.Cancelled || end.Outcome != nil && end.Outcome.State == vendor.JobCancelled:
+		return "cancelled"
 	case end.Outcome != nil && end.Outcome.State == vendor.JobSucceeded:
 		return "succeeded"
 	}

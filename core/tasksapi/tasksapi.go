@@ -1,8 +1,11 @@
-// Package tasksapi answers the poll and list routes of every family's
-// async tasks (GET /v1/images/generations/{id}, GET /v1/images/generations,
-// and the video, music and speech ones) from the store's Tasks role. What
-// differs between families comes from their FamilySpec: status words, the
-// in-flight status, the list item's form and limits.
+// Package tasksapi answers the poll, list and delete routes of every
+// family's tasks (GET /v1/images/generations/{id}, GET
+// /v1/images/generations, the video, music, speech and voices ones) from
+// the store's Tasks role. A route serves the tasks of its collection (its
+// task prefix) whatever their family (the video route serves video,
+// avatar, lipsync, motion and clip tasks); each task shows as its own
+// family renders it: status words, the in-flight status, a record or a
+// final answer, the list item's form.
 package tasksapi
 
 import (
@@ -10,6 +13,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,10 +22,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tidwall/sjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/core/tasks"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -41,27 +48,61 @@ func New(st store.Tasks, now func() time.Time, log hclog.Logger) *API {
 // error to show, rendered by the caller.
 type Handler func(w http.ResponseWriter, r *http.Request, key *store.Key) error
 
+// Route is one poll, list or delete route as the API serves it.
+type Route struct {
+	// Families are the families that declared it, by name.
+	Families map[string]*vendor.FamilySpec
+	// Prefix is the collection it serves: its tasks' id prefix.
+	Prefix string
+	// List is a list route's vocabulary.
+	List vendor.ListSpec
+	// Merge, when set, gives the fields a list merges into its page (the
+	// voices list's presets), as a JSON object.
+	Merge func(r *http.Request) ([]byte, error)
+}
+
+// task reads the task id of the account on route rt, or 404.
+func (a *API) task(r *http.Request, rt *Route, key *store.Key) (store.Task, *vendor.FamilySpec, error) {
+	id := r.PathValue("id")
+	t, err := a.st.GetTask(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return t, nil, notFound(id)
+	case err != nil:
+		return t, nil, apierr.Internal(err)
+	case t.AccountID != key.AccountID || t.Hidden || store.TaskCollection(t.ID) != rt.Prefix:
+		return t, nil, notFound(id)
+	}
+	spec := rt.Families[t.Family]
+	if spec == nil {
+		return t, nil, notFound(id)
+	}
+	return t, spec, nil
+}
+
 func notFound(id string) *apierr.Error {
 	return apierr.Newf(apierr.NotFound, "no task '%s' (a task is visible only to the account that submitted it)", id)
 }
 
-// Poll answers GET .../{id}: while the task runs, its head with the
-// family's in-flight status; once it ended, exactly the answer a
-// synchronous call would have given.
-func (a *API) Poll(spec *vendor.FamilySpec) Handler {
+// Poll answers GET .../{id}: a record family's record, in its words;
+// else, while the task runs, its head with the family's in-flight status,
+// and once it ended exactly the answer a synchronous call would have
+// given.
+func (a *API) Poll(rt Route) Handler {
 	return func(w http.ResponseWriter, r *http.Request, key *store.Key) error {
-		id := r.PathValue("id")
-		t, err := a.st.GetTask(r.Context(), id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return notFound(id)
-		case err != nil:
-			return apierr.Internal(err)
-		case t.AccountID != key.AccountID || t.Family != spec.Name || t.Hidden:
-			return notFound(id)
+		t, spec, err := a.task(r, &rt, key)
+		if err != nil {
+			return err
+		}
+		if spec.Record {
+			status := http.StatusOK
+			if !store.TaskTerminal(t.Status) {
+				status = tasks.InFlightStatus(spec)
+			}
+			return writeRaw(w, status, tasks.Record(spec, &t, t.Status))
 		}
 		if !store.TaskTerminal(t.Status) || t.Result == nil {
-			return writeJSON(w, inFlightStatus(spec), head(spec, &t))
+			return writeJSON(w, tasks.InFlightStatus(spec), tasks.Head(spec, &t))
 		}
 		res := t.Result
 		if res.BodyGone || res.DropOnRead && len(res.Body) == 0 {
@@ -85,11 +126,34 @@ func (a *API) Poll(spec *vendor.FamilySpec) Handler {
 	}
 }
 
-func inFlightStatus(spec *vendor.FamilySpec) int {
-	if spec.InFlightStatus != 0 {
-		return spec.InFlightStatus
+// Delete answers DELETE .../{id}: an ended task disappears from its
+// account (its row stays in the ledger); a running one is a 400.
+func (a *API) Delete(rt Route) Handler {
+	return func(w http.ResponseWriter, r *http.Request, key *store.Key) error {
+		t, spec, err := a.task(r, &rt, key)
+		if err != nil {
+			return err
+		}
+		if !store.TaskTerminal(t.Status) {
+			return badRequest("'%s' is still %s and cannot be deleted yet; delete it once it has ended", t.ID, tasks.Word(spec, &t, t.Status))
+		}
+		switch err := a.st.HideTask(r.Context(), t.ID); {
+		case errors.Is(err, store.ErrNotFound):
+			return notFound(t.ID)
+		case errors.Is(err, store.ErrTaskRunning):
+			return badRequest("'%s' is still running and cannot be deleted yet", t.ID)
+		case err != nil:
+			return apierr.Internal(err)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "deleted": true})
 	}
-	return http.StatusOK
+}
+
+func writeRaw(w http.ResponseWriter, status int, b []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -103,25 +167,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
 	return nil
-}
-
-// taskHead is a task's answer while it runs.
-type taskHead struct {
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	Model     string `json:"model"`
-	CreatedAt int64  `json:"created_at"`
-}
-
-func word(spec *vendor.FamilySpec, state string) string {
-	if w, ok := spec.StatusWords[state]; ok {
-		return w
-	}
-	return state
-}
-
-func head(spec *vendor.FamilySpec, t *store.Task) taskHead {
-	return taskHead{ID: t.ID, Status: word(spec, t.Status), Model: t.Model, CreatedAt: t.SubmittedAt.Unix()}
 }
 
 // item is a task summary: the image list's item.
@@ -155,7 +200,7 @@ func unix(t time.Time) *int64 {
 
 func summary(spec *vendor.FamilySpec, t *store.Task) item {
 	it := item{
-		ID: t.ID, Status: word(spec, t.Status), Model: t.Model, Endpoint: t.Operation,
+		ID: t.ID, Status: tasks.Word(spec, t, t.Status), Model: t.Model, Endpoint: t.Operation,
 		CreatedAt: t.SubmittedAt.Unix(), StartedAt: unix(t.StartedAt), CompletedAt: unix(t.CompletedAt),
 		RequestID: t.RequestID,
 	}
@@ -179,12 +224,19 @@ func summary(spec *vendor.FamilySpec, t *store.Task) item {
 	return it
 }
 
-// pollBody is a task as its poll shows it (the other families' list item).
-func pollBody(spec *vendor.FamilySpec, t *store.Task) any {
+// listItem is a task as a list shows it: a record family's record; else
+// the family's summary (the image list), or its poll body.
+func listItem(spec *vendor.FamilySpec, t *store.Task) any {
+	switch {
+	case spec.Record:
+		return json.RawMessage(tasks.Record(spec, t, t.Status))
+	case spec.ListItem == "task":
+		return summary(spec, t)
+	}
 	if r := t.Result; store.TaskTerminal(t.Status) && r != nil && len(r.Body) > 0 && json.Valid(r.Body) {
 		return json.RawMessage(r.Body)
 	}
-	return head(spec, t)
+	return tasks.Head(spec, t)
 }
 
 type listPage struct {
@@ -194,11 +246,12 @@ type listPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// List answers GET on a family's collection: the account's tasks newest
-// first, filtered by status and submit time, a page at a time.
-func (a *API) List(spec *vendor.FamilySpec) Handler {
+// List answers GET on a route's collection: the account's tasks newest
+// first, filtered by status and submit time, a page at a time, each as its
+// family shows it; a route that merges plugin fields adds them to the page.
+func (a *API) List(rt Route) Handler {
 	return func(w http.ResponseWriter, r *http.Request, key *store.Key) error {
-		q, err := a.query(spec, r)
+		q, err := a.query(&rt, r)
 		if err != nil {
 			return err
 		}
@@ -217,13 +270,39 @@ func (a *API) List(spec *vendor.FamilySpec) Handler {
 			page.NextCursor = &c
 		}
 		for i := range ts {
-			if spec.ListItem == "task" {
-				page.Data = append(page.Data, summary(spec, &ts[i]))
-			} else {
-				page.Data = append(page.Data, pollBody(spec, &ts[i]))
+			if spec := rt.Families[ts[i].Family]; spec != nil {
+				page.Data = append(page.Data, listItem(spec, &ts[i]))
 			}
 		}
-		return writeJSON(w, http.StatusOK, page)
+		if rt.Merge == nil {
+			return writeJSON(w, http.StatusOK, page)
+		}
+		extra, merr := rt.Merge(r)
+		if merr != nil {
+			return merr
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(page); err != nil {
+			return apierr.Internal(err)
+		}
+		out := b.Bytes()
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(extra, &fields); err != nil {
+			return apierr.Internal(fmt.Errorf("a list's merged fields are not a JSON object: %w", err))
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			switch k {
+			case "object", "data", "has_more", "next_cursor":
+				continue // the page's own
+			}
+			var serr error
+			if out, serr = sjson.SetRawBytes(out, k, fields[k]); serr != nil {
+				return apierr.Internal(serr)
+			}
+		}
+		return writeRaw(w, http.StatusOK, out)
 	}
 }
 
@@ -232,10 +311,11 @@ func badRequest(format string, args ...any) *apierr.Error {
 }
 
 // query reads a list's parameters: status, from, to, limit, cursor.
-func (a *API) query(spec *vendor.FamilySpec, r *http.Request) (store.TaskQuery, *apierr.Error) {
+func (a *API) query(rt *Route, r *http.Request) (store.TaskQuery, *apierr.Error) {
 	v := r.URL.Query()
-	q := store.TaskQuery{Family: spec.Name}
-	lo, hi := spec.ListLimitDefault, spec.ListLimitMax
+	q := store.TaskQuery{Collection: rt.Prefix}
+	ls := rt.List
+	lo, hi := ls.LimitDefault, ls.LimitMax
 	if lo <= 0 {
 		lo = 30
 	}
@@ -255,20 +335,20 @@ func (a *API) query(spec *vendor.FamilySpec, r *http.Request) (store.TaskQuery, 
 			w = strings.TrimSpace(w)
 			switch {
 			case w == "" || w == "all":
-			case w == "in_flight" && slices.Contains(spec.ListStatuses, "in_flight"):
+			case w == "in_flight" && slices.Contains(ls.Statuses, "in_flight"):
 				q.Statuses = append(q.Statuses, store.TaskQueued, store.TaskRunning)
-			case slices.Contains(spec.ListStatuses, w):
-				q.Statuses = append(q.Statuses, states(spec, w)...)
+			case slices.Contains(ls.Statuses, w):
+				q.Statuses = append(q.Statuses, rt.states(w)...)
 			default:
-				return q, badRequest("status: unknown value %q (want one of %s, all)", w, strings.Join(spec.ListStatuses, ", "))
+				return q, badRequest("status: unknown value %q (want one of %s, all)", w, strings.Join(ls.Statuses, ", "))
 			}
 		}
 	}
 	var err *apierr.Error
-	if q.From, err = bound(v.Get("from"), "from", false, spec.ListToExcludesDay); err != nil {
+	if q.From, err = bound(v.Get("from"), "from", false, ls.ToExcludesDay); err != nil {
 		return q, err
 	}
-	if q.To, err = bound(v.Get("to"), "to", true, spec.ListToExcludesDay); err != nil {
+	if q.To, err = bound(v.Get("to"), "to", true, ls.ToExcludesDay); err != nil {
 		return q, err
 	}
 	if s := v.Get("cursor"); s != "" {
@@ -281,12 +361,15 @@ func (a *API) query(spec *vendor.FamilySpec, r *http.Request) (store.TaskQuery, 
 	return q, nil
 }
 
-// states are the task states a family's status word stands for.
-func states(spec *vendor.FamilySpec, w string) []string {
+// states are the task states a status word stands for, in the words of
+// any family on the route.
+func (rt *Route) states(w string) []string {
 	var out []string
 	for _, st := range []string{store.TaskQueued, store.TaskRunning, store.TaskSucceeded, store.TaskFailed, store.TaskCancelled, store.TaskExpired} {
-		if word(spec, st) == w {
-			out = append(out, st)
+		for _, spec := range rt.Families {
+			if spec.Word(rt.Prefix, st) == w && !slices.Contains(out, st) {
+				out = append(out, st)
+			}
 		}
 	}
 	return out

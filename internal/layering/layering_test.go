@@ -41,7 +41,7 @@ var levelOf = map[string]int{
 	"core/codec": foundation, "core/translate": foundation, "core/config": foundation,
 	"core/ratelimit": foundation, "core/redact": foundation, "core/routes": foundation,
 	"docs":         foundation, // the embedded documentation
-	"core/tracing": foundation,
+	"core/tracing": foundation, "core/netguard": foundation,
 
 	"plugins/vendor": pluginAPI, "proto/": pluginAPI, "plugins/family": pluginAPI,
 

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/tollgate-gw/tollgate/core/netguard"
 )
 
 // Fetching URLs a client handed over (reference images): unlike a
@@ -22,30 +22,13 @@ import (
 // way. Config.AllowPrivateURLs lifts it.
 
 // errPrivate is what the dialler refuses a private address with.
-var errPrivate = errors.New("the URL points to a private, loopback or link-local address")
-
-// cgnat is the shared address space (RFC 6598), private in practice.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+var errPrivate = netguard.ErrPrivate
 
 // PrivateAddr reports whether ip is not a public unicast address.
-func PrivateAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return !ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || cgnat.Contains(ip)
-}
+func PrivateAddr(ip netip.Addr) bool { return netguard.PrivateAddr(ip) }
 
 func newFetchClient(allowPrivate bool) *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil || PrivateAddr(ap.Addr()) {
-				return errPrivate
-			}
-			return nil
-		}
-	}
+	d := netguard.Dialer(allowPrivate)
 	return &http.Client{
 		// No proxy: the check must see the address the bytes come from.
 		Transport: &http.Transport{

@@ -3,6 +3,7 @@ package httpvendor
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -24,6 +25,9 @@ type PostRequest struct {
 	Path        string // /v1/images/generations
 	ContentType string // application/json, multipart/form-data; boundary=...
 	Body        []byte
+	// BodyReader, when set, streams the body instead (a multipart upload
+	// read from the gateway as it goes out).
+	BodyReader io.Reader
 	Timeout     time.Duration // the whole call; 0 = only the context
 	// MaxBody bounds a 2xx answer (0: MaxBody); an error body is cut at
 	// MaxErrorBody.
@@ -56,7 +60,11 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 	if err != nil {
 		return nil, configFailure("channel %q: %v", req.Channel, err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(req.Body))
+	var body io.Reader = bytes.NewReader(req.Body)
+	if req.BodyReader != nil {
+		body = req.BodyReader
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, body)
 	if err != nil {
 		return nil, configFailure("channel %q: %v", req.Channel, err)
 	}

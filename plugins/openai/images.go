@@ -1,10 +1,10 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -65,7 +65,7 @@ func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOu
 		if refusal != nil || err != nil {
 			return refusal, err
 		}
-		post.Path, post.ContentType, post.Body = images.PathEdits, ct, body
+		post.Path, post.ContentType, post.BodyReader = images.PathEdits, ct, body
 	} else {
 		post.Path, post.ContentType, post.Body = images.PathGenerations, "application/json", generationsBody(req.Model.Upstream, r, sh)
 	}
@@ -142,16 +142,23 @@ func appendJSONString(b []byte, s string) []byte {
 
 // editsBody is the multipart form of POST /v1/images/edits: the text
 // fields, then the images (the client's files, then its references,
-// fetched or decoded), then the mask. A reference that cannot be had is
-// the client's 400.
-func (v *Vendor) editsBody(ctx context.Context, upstream string, r *images.Request, sh images.Shaped) ([]byte, string, *vendor.JobOutcome, error) {
+// fetched or decoded), then the mask. Uploads stream from the gateway into
+// the form as it goes out, never whole in memory; a reference that cannot
+// be had is the client's 400, found before anything is sent.
+func (v *Vendor) editsBody(ctx context.Context, upstream string, r *images.Request, sh images.Shaped) (io.Reader, string, *vendor.JobOutcome, error) {
 	type part struct {
 		name, ct string
 		data     []byte
+		file     *vendor.JobFile
 	}
 	var parts []part
-	for _, f := range r.Files {
-		parts = append(parts, part{f.Filename, f.ContentType, f.Data})
+	for i := range r.Files {
+		f := &r.Files[i]
+		ct := imageType(f.ContentType, f.Data)
+		if ct == "" {
+			return nil, "", images.Refused(images.Invalid("image " + strconv.Itoa(i+1) + " (" + f.Filename + ") is not a PNG, JPEG, WebP or GIF image.")), nil
+		}
+		parts = append(parts, part{f.Filename, ct, nil, f})
 	}
 	for i, ref := range r.References {
 		data, ct := ref.Data, ref.ContentType
@@ -167,73 +174,109 @@ func (v *Vendor) editsBody(ctx context.Context, upstream string, r *images.Reque
 				return nil, "", nil, err
 			}
 		}
-		parts = append(parts, part{"", ct, data})
-	}
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	field := func(name, value string) { _ = w.WriteField(name, value) } // a bytes.Buffer never fails
-	field("model", upstream)
-	field("prompt", sh.Prompt)
-	field("n", strconv.Itoa(sh.N))
-	if sh.Size != "" {
-		field("size", sh.Size)
-	}
-	if sendsResponseFormat(upstream) {
-		field("response_format", "b64_json")
-	}
-	for _, f := range r.Extra {
-		v := gjson.Parse(f.Raw)
-		switch v.Type {
-		case gjson.Null:
-		case gjson.String:
-			field(f.Name, v.Str)
-		default:
-			field(f.Name, f.Raw)
-		}
-	}
-	imageField := "image"
-	if len(parts) > 1 {
-		imageField = "image[]"
-	}
-	for i, p := range parts {
-		ct := imageType(p.ct, p.data)
-		if ct == "" {
+		if ct = imageType(ct, data); ct == "" {
 			return nil, "", images.Refused(images.Invalid("reference image " + strconv.Itoa(i+1) + " is not a PNG, JPEG, WebP or GIF image.")), nil
 		}
-		name := p.name
-		if name == "" {
-			name = "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(ct, "image/")
-		}
-		writeFile(w, imageField, name, ct, p.data)
+		parts = append(parts, part{"", ct, data, nil})
 	}
-	if r.Mask != nil {
-		name := r.Mask.Filename
-		if name == "" {
-			name = "mask.png"
-		}
-		ct := imageType(r.Mask.ContentType, r.Mask.Data)
-		if ct == "" {
-			return nil, "", images.Refused(images.Invalid("the mask is not a PNG image.")), nil
-		}
-		writeFile(w, "mask", name, ct, r.Mask.Data)
+	if r.Mask != nil && imageType(r.Mask.ContentType, r.Mask.Data) == "" {
+		return nil, "", images.Refused(images.Invalid("the mask is not a PNG image.")), nil
 	}
-	_ = w.Close()
-	return buf.Bytes(), w.FormDataContentType(), nil, nil
+	pr, pw := io.Pipe()
+	w := multipart.NewWriter(pw)
+	go func() {
+		pw.CloseWithError(func() error {
+			field := func(name, value string) error { return w.WriteField(name, value) }
+			if err := field("model", upstream); err != nil {
+				return err
+			}
+			if err := field("prompt", sh.Prompt); err != nil {
+				return err
+			}
+			if err := field("n", strconv.Itoa(sh.N)); err != nil {
+				return err
+			}
+			if sh.Size != "" {
+				if err := field("size", sh.Size); err != nil {
+					return err
+				}
+			}
+			if sendsResponseFormat(upstream) {
+				if err := field("response_format", "b64_json"); err != nil {
+					return err
+				}
+			}
+			for _, f := range r.Extra {
+				val := gjson.Parse(f.Raw)
+				var err error
+				switch val.Type {
+				case gjson.Null:
+				case gjson.String:
+					err = field(f.Name, val.Str)
+				default:
+					err = field(f.Name, f.Raw)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			imageField := "image"
+			if len(parts) > 1 {
+				imageField = "image[]"
+			}
+			for i, p := range parts {
+				name := p.name
+				if name == "" {
+					name = "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.ct, "image/")
+				}
+				if err := writeFile(ctx, w, imageField, name, p.ct, p.data, p.file); err != nil {
+					return err
+				}
+			}
+			if r.Mask != nil {
+				name := r.Mask.Filename
+				if name == "" {
+					name = "mask.png"
+				}
+				if err := writeFile(ctx, w, "mask", name, imageType(r.Mask.ContentType, r.Mask.Data), r.Mask.Data, r.Mask); err != nil {
+					return err
+				}
+			}
+			return w.Close()
+		}())
+	}()
+	return pr, w.FormDataContentType(), nil, nil
 }
 
-func writeFile(w *multipart.Writer, field, filename, ct string, data []byte) {
+// writeFile writes one file part: data, or the upload streamed from the
+// gateway.
+func writeFile(ctx context.Context, w *multipart.Writer, field, filename, ct string, data []byte, f *vendor.JobFile) error {
 	h := make(textproto.MIMEHeader, 2)
 	h.Set("Content-Disposition", `form-data; name="`+field+`"; filename="`+quoteEscaper.Replace(filename)+`"`)
 	h.Set("Content-Type", ct)
-	pw, _ := w.CreatePart(h) // a bytes.Buffer never fails
-	_, _ = pw.Write(data)
+	pw, err := w.CreatePart(h)
+	if err != nil {
+		return err
+	}
+	if data != nil || f == nil {
+		_, err = pw.Write(data)
+		return err
+	}
+	rc, err := vendor.OpenFile(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(pw, rc)
+	return err
 }
 
 var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "", "\n", "")
 
 // imageType is the image media type OpenAI is told for an upload: the
 // declared one when it is an image type it takes, else what the bytes
-// are; "" when they are no image. OpenAI refuses
+// are (an upload's declared type is what the gateway sniffed when the
+// client sent none); "" when they are no image. OpenAI refuses
 // application/octet-stream.
 func imageType(declared string, data []byte) string {
 	if mt, _, err := mime.ParseMediaType(declared); err == nil {

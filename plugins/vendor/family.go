@@ -217,8 +217,8 @@ func SameShape(a *FamilySpec, ra *FamilyRoute, b *FamilySpec, rb *FamilyRoute) s
 		return fmt.Sprintf("operation %q against %q", ra.Operation, rb.Operation)
 	case ra.Multipart != rb.Multipart || ra.MaxBody != rb.MaxBody:
 		return "body rules (multipart, max body)"
-	case ra.Async != rb.Async:
-		return fmt.Sprintf("async %q against %q", ra.Async, rb.Async)
+	case ra.Async != rb.Async || ra.Recorded != rb.Recorded:
+		return fmt.Sprintf("async %q (recorded %v) against %q (recorded %v)", ra.Async, ra.Recorded, rb.Async, rb.Recorded)
 	case ba.TaskPrefix != bb.TaskPrefix:
 		return fmt.Sprintf("task prefix %q against %q", ba.TaskPrefix, bb.TaskPrefix)
 	case ra.Model != rb.Model:

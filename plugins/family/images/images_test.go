@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -366,14 +367,45 @@ func TestRenderURLHostsBytes(t *testing.T) {
 	}
 }
 
+// The client's response_format holds whatever the upstream answers: an
+// upstream's link is re-hosted for url, fetched and inlined for b64_json
+// (issue 24, point 11); no answer carries the upstream's address.
 func TestRenderUpstreamHostedURLs(t *testing.T) {
-	r := &Request{N: 1, ResponseFormat: FormatURL}
-	out := Render(Model{ID: "img"}, r, Result{Created: 1, Images: []Image{{URL: "https://cdn.example/a.png", Size: "512x512"}}})
-	if out.ExpiresSlot != "" || len(out.Files) != 0 || !reflect.DeepEqual(out.URLs, []string{"https://cdn.example/a.png"}) {
+	img := Image{URL: "https://cdn.example/a.png", Size: "512x512", Header: map[string]string{"authorization": "Bearer k"}}
+	out := Render(Model{ID: "img"}, &Request{N: 1, ResponseFormat: FormatURL}, Result{Created: 1, Images: []Image{img}})
+	if out.ExpiresSlot != "expires_at" || len(out.URLs) != 0 || len(out.Files) != 1 || out.Inline {
 		t.Fatalf("%+v", out)
 	}
-	if gjson.GetBytes(out.Body, "expires_at").Exists() || gjson.GetBytes(out.Body, "data.0.url").Str != "https://cdn.example/a.png" {
+	f := out.Files[0]
+	if f.Slot != "data.0.url" || f.URL != img.URL || f.Inline || f.Header["authorization"] != "Bearer k" {
+		t.Fatalf("file %+v", f)
+	}
+	if strings.Contains(string(out.Body), "cdn.example") || gjson.GetBytes(out.Body, "data.0.size").Str != "512x512" {
 		t.Fatalf("%s", out.Body)
+	}
+	out = Render(Model{ID: "img"}, &Request{N: 1, ResponseFormat: FormatB64}, Result{Created: 1, Images: []Image{img}})
+	if !out.Inline || out.ExpiresSlot != "" || len(out.Files) != 1 || out.Files[0].Slot != "data.0.b64_json" || !out.Files[0].Inline {
+		t.Fatalf("b64_json of a link: %+v", out)
+	}
+	if strings.Contains(string(out.Body), "cdn.example") || !gjson.GetBytes(out.Body, "data.0.b64_json").Exists() {
+		t.Fatalf("%s", out.Body)
+	}
+}
+
+func TestReferenceCaps(t *testing.T) {
+	var refs []string
+	for i := range MaxReferences + 1 {
+		refs = append(refs, `"https://h/`+strconv.Itoa(i)+`.png"`)
+	}
+	if _, err := Parse(job(OpEdits, `{"prompt":"p","image_urls":[`+strings.Join(refs, ",")+`]}`)); err == nil || !strings.Contains(err.Message, "at most 16") {
+		t.Fatalf("17 references: %v", err)
+	}
+	big := vendor.JobFile{Field: "image[]", Filename: "a.png", URL: "http://127.0.0.1/files/x", Size: MaxReferenceBytes/2 + 1}
+	if _, err := Parse(job(OpEdits, `{"prompt":"p"}`, big, big)); err == nil || !strings.Contains(err.Message, "MB") {
+		t.Fatalf("references over the byte cap: %v", err)
+	}
+	if _, err := Parse(job(OpEdits, `{"prompt":"p"}`, big)); err != nil {
+		t.Fatalf("one file by link: %v", err)
 	}
 }
 

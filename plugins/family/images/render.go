@@ -20,8 +20,10 @@ type Image struct {
 	// Data is the image's bytes; nil when the upstream only gave a URL.
 	Data        []byte
 	ContentType string // "" to sniff it from Data
-	// URL is a link the upstream hosts itself.
-	URL string
+	// URL is a link the upstream hosts itself, and Header what fetching
+	// it needs (the upstream's credentials), if anything.
+	URL    string
+	Header map[string]string
 	// Size is WxH as the upstream reports it; "" to read it from Data,
 	// else the requested size.
 	Size string
@@ -48,13 +50,16 @@ const ExpiresSlot = "expires_at"
 //
 //	{model, created, expires_at, data: [{url, size} | {b64_json, size}], ..., usage}
 //
-// With response_format url, an image with bytes becomes a file the gateway
-// hosts, its link written at data.i.url and the expiry at expires_at; an
-// image the upstream hosts keeps its URL (in JobOutcome.URLs, and no
-// expires_at). With b64_json the bytes are in the body and nothing is
-// hosted (the outcome is Inline). usage is {generated_images, output_tokens, total_tokens} merged
-// with the upstream's usage; other upstream fields pass through. Units
-// are the images returned at their tiers (Model.Delivered).
+// The client's response_format holds whatever the upstream answered. With
+// url, an image becomes a file the gateway hosts, its link written at
+// data.i.url and the expiry at expires_at: its bytes, or what the
+// upstream's own link answers (the gateway fetches and re-hosts it, so no
+// answer carries an upstream's address). With b64_json the bytes are in
+// the body (the outcome is Inline): an image the upstream answered as a
+// link is fetched and written at data.i.b64_json by the gateway. usage is
+// {generated_images, output_tokens, total_tokens} merged with the
+// upstream's usage; other upstream fields pass through. Units are the
+// images returned at their tiers (Model.Delivered).
 func Render(m Model, r *Request, res Result) *vendor.JobOutcome {
 	out := &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
 		Headers: map[string]string{"content-type": "application/json"}}
@@ -62,12 +67,7 @@ func Render(m Model, r *Request, res Result) *vendor.JobOutcome {
 	if created == 0 {
 		created = time.Now().Unix()
 	}
-	hosts := false
-	if r.ResponseFormat != FormatB64 {
-		for _, im := range res.Images {
-			hosts = hosts || im.Data != nil
-		}
-	}
+	hosts := r.ResponseFormat != FormatB64 && len(res.Images) > 0
 	b := make([]byte, 0, 256+estimate(r, res))
 	b = append(b, `{"model":`...)
 	b = appendString(b, m.ID)
@@ -98,6 +98,12 @@ func Render(m Model, r *Request, res Result) *vendor.JobOutcome {
 			b = append(b, `"b64_json":"`...)
 			b = base64.StdEncoding.AppendEncode(b, im.Data)
 			b = append(b, '"')
+		case r.ResponseFormat == FormatB64:
+			// The gateway fetches the upstream's link and writes its bytes here.
+			out.Inline = true
+			b = append(b, `"b64_json":""`...)
+			out.Files = append(out.Files, vendor.ResultFile{Slot: "data." + strconv.Itoa(i) + ".b64_json",
+				ContentType: im.ContentType, URL: im.URL, Header: im.Header, Inline: true})
 		case im.Data != nil:
 			// The gateway writes the hosted file's link here.
 			b = append(b, `"url":""`...)
@@ -110,9 +116,10 @@ func Render(m Model, r *Request, res Result) *vendor.JobOutcome {
 				Name: "image-" + strconv.Itoa(i) + extension(ct), Data: im.Data,
 			})
 		default:
-			b = append(b, `"url":`...)
-			b = appendString(b, im.URL)
-			out.URLs = append(out.URLs, im.URL)
+			// The gateway re-hosts the upstream's link and writes its own here.
+			b = append(b, `"url":""`...)
+			out.Files = append(out.Files, vendor.ResultFile{Slot: "data." + strconv.Itoa(i) + ".url",
+				ContentType: im.ContentType, Name: "image-" + strconv.Itoa(i) + extension(im.ContentType), URL: im.URL, Header: im.Header})
 		}
 		if size != "" {
 			b = append(b, `,"size":`...)

@@ -115,12 +115,17 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 	if strings.TrimSpace(r.Prompt) == "" {
 		return nil, Invalid("prompt is required: a non-empty string describing the image.")
 	}
+	var refBytes int64
+	for _, ref := range r.References {
+		refBytes += int64(len(ref.Data))
+	}
 	for _, f := range req.Files {
 		switch f.Field {
 		case "image", "image[]":
-			if len(f.Data) == 0 {
+			if f.Len() == 0 {
 				return nil, Invalid("the image file " + strconv.Quote(f.Filename) + " is empty.")
 			}
+			refBytes += f.Len()
 			r.Files = append(r.Files, f)
 		case "mask":
 			m := f
@@ -132,8 +137,23 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 	if r.Operation == OpEdits && !r.HasReference() {
 		return nil, Invalid("edits needs a reference image: an image file, or image / image_urls with an http(s) URL or a data URI.")
 	}
+	if n := len(r.References) + len(r.Files); n > MaxReferences {
+		return nil, Invalid("at most " + strconv.Itoa(MaxReferences) + " reference images per request; got " + strconv.Itoa(n) + ".")
+	}
+	if refBytes > MaxReferenceBytes {
+		return nil, Invalid("the reference images total " + strconv.FormatInt(refBytes>>20, 10) + " MB; at most " +
+			strconv.Itoa(MaxReferenceBytes>>20) + " MB per request.")
+	}
 	return r, nil
 }
+
+// Caps on a request's reference images (files, data URIs and URLs
+// together): OpenAI's image edits take at most 16; their bytes are capped
+// as the edits body is (95 MB).
+const (
+	MaxReferences     = 16
+	MaxReferenceBytes = 95 << 20
+)
 
 // field reads one ruled field.
 func (r *Request) field(name string, v gjson.Result) *vendor.JobError {
