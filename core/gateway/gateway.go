@@ -384,7 +384,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	defer func() { stopBG(); g.engine.Wait() }()
 	go g.files.Run(bg)
 	go g.engine.Expire(bg, files.DefaultSweepEvery) // beside the files sweep
-	go g.kb.Run(bg) // follows page changes other instances make
+	go g.kb.Run(bg)                                 // follows page changes other instances make
 	if cfg.Console.Enabled {
 		go g.users.Sweep(bg, time.Hour)
 	}

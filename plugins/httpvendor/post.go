@@ -28,7 +28,7 @@ type PostRequest struct {
 	// BodyReader, when set, streams the body instead (a multipart upload
 	// read from the gateway as it goes out).
 	BodyReader io.Reader
-	Timeout     time.Duration // the whole call; 0 = only the context
+	Timeout    time.Duration // the whole call; 0 = only the context
 	// MaxBody bounds a 2xx answer (0: MaxBody); an error body is cut at
 	// MaxErrorBody.
 	MaxBody int64
