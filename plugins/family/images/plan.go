@@ -3,6 +3,7 @@ package images
 import (
 	"net/http"
 
+	"github.com/tollgate-gw/tollgate/plugins/family/rules"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -27,8 +28,5 @@ func Plan(req *vendor.JobRequest) (*Request, Model, *vendor.JobPlan) {
 }
 
 // Refused is the outcome of a request that Run, Submit or Poll finds
-// invalid (a plugin re-reads the request there): the plan's refusal as a
-// failed job.
-func Refused(e *vendor.JobError) *vendor.JobOutcome {
-	return &vendor.JobOutcome{State: vendor.JobFailed, Status: e.Status, Error: e}
-}
+// invalid: the plan's refusal as a failed job.
+func Refused(e *vendor.JobError) *vendor.JobOutcome { return rules.Refused(e) }

@@ -1,17 +1,15 @@
 package images
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/plugins/family/rules"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -185,10 +183,7 @@ func appendField(b []byte, f Field) []byte {
 	return append(b, f.Raw...)
 }
 
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
-}
+func appendString(b []byte, s string) []byte { return append(b, rules.Quote(s)...) }
 
 func estimate(r *Request, res Result) int {
 	n := len(res.Usage)
@@ -274,37 +269,8 @@ func ParseAnswer(body []byte) (Result, bool) {
 	return res, ok
 }
 
-// Failed is the outcome of an upstream's refusal: its status and message
-// (errors rule 4: the gateway maps the status and renders the error in the
-// client's shape).
-func Failed(status int, body []byte) *vendor.JobOutcome {
-	return &vendor.JobOutcome{State: vendor.JobFailed, Status: status,
-		Error: &vendor.JobError{Status: status, Message: UpstreamMessage(status, body)}}
-}
+// Failed is the outcome of an upstream's refusal: its status and message.
+func Failed(status int, body []byte) *vendor.JobOutcome { return rules.Failed(status, body) }
 
-// UpstreamMessage is the message of an upstream error body: OpenAI's
-// error.message, or the other common places, else the body's text, else
-// the status text.
-func UpstreamMessage(status int, body []byte) string {
-	if gjson.ValidBytes(body) {
-		for _, p := range [...]string{"error.message", "error", "message", "detail", "errors.0.message", "msg"} {
-			if v := gjson.GetBytes(body, p); v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
-				return v.Str
-			}
-		}
-	}
-	text := strings.TrimSpace(string(body))
-	if text != "" && utf8.ValidString(text) && !bytes.ContainsRune(body, 0) {
-		if len(text) > 1000 {
-			text = text[:1000]
-			for !utf8.ValidString(text) {
-				text = text[:len(text)-1]
-			}
-		}
-		return text
-	}
-	if t := http.StatusText(status); t != "" {
-		return t
-	}
-	return "upstream status " + strconv.Itoa(status)
-}
+// UpstreamMessage is the message of an upstream error body.
+func UpstreamMessage(status int, body []byte) string { return rules.UpstreamMessage(status, body) }

@@ -2,14 +2,13 @@ package images
 
 import (
 	"encoding/base64"
-	"math"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/plugins/family/rules"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -69,11 +68,6 @@ func (r *Request) HasReference() bool { return len(r.References) > 0 || len(r.Fi
 var ruled = map[string]bool{
 	"model": true, "prompt": true, "n": true, "size": true, "response_format": true,
 	"image": true, "image[]": true, "image_urls": true, "image_urls[]": true, "async": true, "stream": true,
-}
-
-// Invalid is the gateway's 400 invalid_request with msg.
-func Invalid(msg string) *vendor.JobError {
-	return &vendor.JobError{Status: http.StatusBadRequest, Code: "invalid_request", Message: msg}
 }
 
 // Parse reads and validates an image request by the spec's images rules.
@@ -296,37 +290,10 @@ func ParseSize(s string) (w, h int) {
 	return w, h
 }
 
-// wholeNumber reads an integer: a JSON number with no fraction, or (a
-// multipart field) a string of digits.
-func wholeNumber(v gjson.Result) (int, bool) {
-	switch v.Type {
-	case gjson.Number:
-		f := v.Num
-		if f != math.Trunc(f) || f < -1e9 || f > 1e9 {
-			return 0, false
-		}
-		return int(f), true
-	case gjson.String:
-		n, err := strconv.Atoi(strings.TrimSpace(v.Str))
-		return n, err == nil
-	}
-	return 0, false
-}
+// Invalid is the gateway's 400 invalid_request with msg.
+func Invalid(msg string) *vendor.JobError { return rules.Invalid(msg) }
 
-// boolean reads a JSON bool, or (a multipart field) "true" / "false".
-func boolean(v gjson.Result) (bool, bool) {
-	switch v.Type {
-	case gjson.True:
-		return true, true
-	case gjson.False:
-		return false, true
-	case gjson.String:
-		switch strings.ToLower(strings.TrimSpace(v.Str)) {
-		case "true":
-			return true, true
-		case "false":
-			return false, true
-		}
-	}
-	return false, false
-}
+var (
+	wholeNumber = rules.WholeNumber
+	boolean     = rules.Boolean
+)

@@ -7,27 +7,24 @@ package imagestest
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"errors"
 	"image"
 	"image/color"
 	_ "image/jpeg" // image.DecodeConfig reads JPEG answers too
 	"image/png"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-plugin"
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
 	"github.com/tollgate-gw/tollgate/plugins/family/images"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -66,13 +63,6 @@ type Reject struct {
 	Status  int
 	Message string
 }
-
-// Bounds of the suite.
-const (
-	callLimit   = 20 * time.Second
-	hangTimeout = 300 * time.Millisecond
-	hangLimit   = 5 * time.Second
-)
 
 // Run runs the suite as subtests of t. The upstream must obey the sim's
 // job markers in the prompt: [sim:error=CODE] (refused at submit),
@@ -130,89 +120,15 @@ func (s *suite) refServer(t *testing.T) {
 	s.refURL = srv.URL + "/ref.png"
 }
 
-func (s *suite) jobs(t *testing.T) vendor.Jobs {
-	t.Helper()
-	j, ok := s.v.(vendor.Jobs)
-	if !ok {
-		t.Fatalf("%T does not implement vendor.Jobs", s.v)
-	}
-	return j
-}
-
 // req builds a request to the target's channel.
 func (s *suite) req(m vendor.JobModel, op, body string, files ...vendor.JobFile) *vendor.JobRequest {
 	return &vendor.JobRequest{Family: images.Family, Operation: op, Channel: s.target.Channel, Model: m,
 		Body: []byte(body), Files: files, Async: gjson.Get(body, "async").Bool(),
-		RequestID: "req-conformance", Timeout: callLimit / 2}
-}
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), callLimit)
-	t.Cleanup(cancel)
-	return c
-}
-
-// execute runs a request the way the gateway does: Validate, then Run,
-// or Submit and Poll when the plan says the upstream runs a job.
-func (s *suite) execute(t *testing.T, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	t.Helper()
-	j := s.jobs(t)
-	plan, err := j.Validate(ctx(t), req)
-	if err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	if plan.Error != nil {
-		t.Fatalf("Validate refused: %+v", plan.Error)
-	}
-	if !plan.UpstreamJob {
-		return j.Run(ctx(t), req)
-	}
-	return s.submitAndPoll(t, req)
-}
-
-func (s *suite) submitAndPoll(t *testing.T, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	t.Helper()
-	j := s.jobs(t)
-	out, err := j.Submit(ctx(t), req)
-	if err != nil || out.State != vendor.JobRunning {
-		return out, err
-	}
-	if out.UpstreamRef == "" {
-		t.Fatal("Submit: running without an upstream reference")
-	}
-	deadline := time.Now().Add(callLimit / 2)
-	for out.State == vendor.JobRunning {
-		if time.Now().After(deadline) {
-			t.Fatalf("the job still runs after %v", callLimit/2)
-		}
-		time.Sleep(min(max(out.PollAfter, 5*time.Millisecond), 50*time.Millisecond))
-		p := *req
-		p.UpstreamRef = out.UpstreamRef
-		if out, err = j.Poll(ctx(t), &p); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+		RequestID: "req-conformance", Timeout: familytest.CallLimit / 2}
 }
 
 func (s *suite) describe(t *testing.T) {
-	d, err := s.v.Describe(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Name != s.target.Name {
-		t.Errorf("name %q, want %q", d.Name, s.target.Name)
-	}
-	if !slices.Contains(d.Families, images.Family) {
-		t.Errorf("families %v lack %q", d.Families, images.Family)
-	}
-	i := slices.IndexFunc(d.Specs, func(f vendor.FamilySpec) bool { return f.Name == images.Family })
-	if i < 0 {
-		t.Fatalf("no %q family spec in %+v", images.Family, d.Specs)
-	}
-	if !reflect.DeepEqual(d.Specs[i], images.Spec()) {
-		t.Fatalf("spec %+v\nwant %+v", d.Specs[i], images.Spec())
-	}
+	familytest.Describes(t, s.v, s.target.Name, images.Spec())
 }
 
 // refusals are requests every image plugin refuses at Validate, with the
@@ -238,7 +154,7 @@ var refusals = []struct {
 func (s *suite) refusals(t *testing.T) {
 	for _, tc := range refusals {
 		t.Run(tc.desc, func(t *testing.T) {
-			plan, err := s.jobs(t).Validate(ctx(t), s.req(s.target.Plain, tc.op, tc.body))
+			plan, err := familytest.Jobs(t, s.v).Validate(familytest.Ctx(t), s.req(s.target.Plain, tc.op, tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,7 +189,7 @@ func (s *suite) hold(t *testing.T) {
 			if tc.model.ID == "" {
 				t.Skip("no such model in the target")
 			}
-			plan, err := s.jobs(t).Validate(ctx(t), s.req(tc.model, images.OpGenerations, tc.body))
+			plan, err := familytest.Jobs(t, s.v).Validate(familytest.Ctx(t), s.req(tc.model, images.OpGenerations, tc.body))
 			if err != nil || plan.Error != nil {
 				t.Fatalf("%+v %v", plan, err)
 			}
@@ -351,7 +267,7 @@ func checkImage(t *testing.T, b []byte, size string) {
 
 func (s *suite) runURL(t *testing.T) {
 	m := s.target.Plain
-	out, err := s.execute(t, s.req(m, images.OpGenerations, `{"prompt":"a toll booth at dawn","n":2,"response_format":"url"}`))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, `{"prompt":"a toll booth at dawn","n":2,"response_format":"url"}`))
 	b := succeeded(t, out, err, m.ID, 2)
 	hosted(t, out, b)
 	if !reflect.DeepEqual(out.Units, []vendor.Units{{Count: 2}}) {
@@ -361,7 +277,7 @@ func (s *suite) runURL(t *testing.T) {
 
 func (s *suite) runB64(t *testing.T) {
 	m := s.target.Plain
-	out, err := s.execute(t, s.req(m, images.OpGenerations, `{"prompt":"a toll booth at dusk","response_format":"b64_json"}`))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, `{"prompt":"a toll booth at dusk","response_format":"b64_json"}`))
 	b := succeeded(t, out, err, m.ID, 1)
 	if len(out.Files) != 0 || out.ExpiresSlot != "" || b.Get("expires_at").Exists() {
 		t.Fatalf("b64_json hosts files: %d, %q", len(out.Files), out.ExpiresSlot)
@@ -383,25 +299,25 @@ func (s *suite) editsMultipart(t *testing.T) {
 		{Field: "image[]", Filename: "b.png", ContentType: "image/png", Data: PNG(16, 16)},
 	}
 	// A multipart request's text fields arrive as strings.
-	out, err := s.execute(t, s.req(m, images.OpEdits, `{"prompt":"make it blue","n":"1","response_format":"url"}`, files...))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpEdits, `{"prompt":"make it blue","n":"1","response_format":"url"}`, files...))
 	hosted(t, out, succeeded(t, out, err, m.ID, 1))
 
 	one := []vendor.JobFile{{Field: "image", Filename: "a.png", ContentType: "image/png", Data: PNG(16, 16)}}
-	out, err = s.execute(t, s.req(m, images.OpEdits, `{"prompt":"make it red","response_format":"b64_json"}`, one...))
+	out, err = familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpEdits, `{"prompt":"make it red","response_format":"b64_json"}`, one...))
 	succeeded(t, out, err, m.ID, 1)
 }
 
 func (s *suite) editsDataURI(t *testing.T) {
 	m := s.target.Plain
 	uri := "data:image/png;base64," + base64.StdEncoding.EncodeToString(PNG(16, 16))
-	out, err := s.execute(t, s.req(m, images.OpEdits, `{"prompt":"add a flag","image":"`+uri+`"}`))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpEdits, `{"prompt":"add a flag","image":"`+uri+`"}`))
 	hosted(t, out, succeeded(t, out, err, m.ID, 1))
 }
 
 func (s *suite) editsURL(t *testing.T) {
 	m := s.target.Plain
 	before := s.refHits.Load()
-	out, err := s.execute(t, s.req(m, images.OpEdits, `{"prompt":"add a flag","image_urls":["`+s.refURL+`"]}`))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpEdits, `{"prompt":"add a flag","image_urls":["`+s.refURL+`"]}`))
 	succeeded(t, out, err, m.ID, 1)
 	if s.target.FetchesReferences && s.refHits.Load() == before {
 		t.Fatal("the plugin never fetched the reference URL")
@@ -423,7 +339,7 @@ func (s *suite) tiers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
-			out, err := s.execute(t, s.req(tg.Area, images.OpGenerations, tc.body))
+			out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(tg.Area, images.OpGenerations, tc.body))
 			succeeded(t, out, err, tg.Area.ID, 1)
 			if !reflect.DeepEqual(out.Units, tc.want) {
 				t.Fatalf("units %+v, want %+v", out.Units, tc.want)
@@ -437,7 +353,7 @@ func (s *suite) grid(t *testing.T) {
 		t.Skip("the target serves no fixed-grid model")
 	}
 	m := s.target.Grid
-	out, err := s.execute(t, s.req(m, images.OpGenerations, `{"prompt":"four cats","n":1,"size":"1920x1080"}`))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, `{"prompt":"four cats","n":1,"size":"1920x1080"}`))
 	succeeded(t, out, err, m.ID, 4)
 	if !reflect.DeepEqual(out.Units, []vendor.Units{{Count: 4}}) {
 		t.Fatalf("units %+v", out.Units)
@@ -446,33 +362,19 @@ func (s *suite) grid(t *testing.T) {
 
 func (s *suite) imagesMarker(t *testing.T) {
 	m := s.target.Plain
-	out, err := s.execute(t, s.req(m, images.OpGenerations, `{"prompt":"three cats [sim:images=1]","n":3}`))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, `{"prompt":"three cats [sim:images=1]","n":3}`))
 	succeeded(t, out, err, m.ID, 1)
 	if !reflect.DeepEqual(out.Units, []vendor.Units{{Count: 1}}) {
 		t.Fatalf("units %+v for one image of three", out.Units)
 	}
 }
 
-// failed checks an outcome is the upstream's refusal with status.
-func failed(t *testing.T, out *vendor.JobOutcome, err error, status int) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("error %v, want a %d outcome", err, status)
-	}
-	if out.State != vendor.JobFailed || out.Error == nil || out.Error.Status != status || out.Error.Code != "" || out.Error.Message == "" {
-		t.Fatalf("outcome state %d error %+v, want failed with the upstream's %d and message", out.State, out.Error, status)
-	}
-	if len(out.Units) != 0 || len(out.Files) != 0 {
-		t.Fatalf("a failure delivers units %+v, %d files", out.Units, len(out.Files))
-	}
-}
-
 func (s *suite) upstreamError(t *testing.T) {
 	for _, status := range []int{400, 429, 500, 503} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
-			out, err := s.execute(t, s.req(s.target.Plain, images.OpGenerations,
+			out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(s.target.Plain, images.OpGenerations,
 				`{"prompt":"a cat [sim:error=`+strconv.Itoa(status)+`]"}`))
-			failed(t, out, err, status)
+			familytest.Failed(t, out, err, status)
 			if !strings.Contains(out.Error.Message, strconv.Itoa(status)) {
 				t.Fatalf("message %q", out.Error.Message)
 			}
@@ -485,33 +387,25 @@ func (s *suite) reject(t *testing.T) {
 	if r == nil {
 		t.Skip("the target names no upstream refusal")
 	}
-	out, err := s.execute(t, s.req(s.target.Plain, images.OpGenerations, r.Body))
-	failed(t, out, err, r.Status)
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(s.target.Plain, images.OpGenerations, r.Body))
+	familytest.Failed(t, out, err, r.Status)
 	if out.Error.Message != r.Message {
 		t.Fatalf("message %q, want the upstream's %q unchanged", out.Error.Message, r.Message)
 	}
 }
 
 func (s *suite) failMarker(t *testing.T) {
-	out, err := s.execute(t, s.req(s.target.Plain, images.OpGenerations, `{"prompt":"a cat [sim:fail=502,latency=20ms]"}`))
-	failed(t, out, err, 502)
-}
-
-func wantFailure(t *testing.T, err error, kind vendor.FailureKind) {
-	t.Helper()
-	var f *vendor.Failure
-	if !errors.As(err, &f) || f.Kind != kind {
-		t.Fatalf("error %v (%T), want a *vendor.Failure of kind %d", err, err, kind)
-	}
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(s.target.Plain, images.OpGenerations, `{"prompt":"a cat [sim:fail=502,latency=20ms]"}`))
+	familytest.Failed(t, out, err, 502)
 }
 
 func (s *suite) unknownChannel(t *testing.T) {
 	req := s.req(s.target.Plain, images.OpGenerations, `{"prompt":"p"}`)
 	req.Channel = "imagestest-unknown-channel"
-	_, err := s.jobs(t).Run(ctx(t), req)
-	wantFailure(t, err, vendor.FailureConfig)
+	_, err := familytest.Jobs(t, s.v).Run(familytest.Ctx(t), req)
+	familytest.WantFailure(t, err, vendor.FailureConfig)
 	// A plugin without upstream jobs answers Submit with a failure too.
-	_, err = s.jobs(t).Submit(ctx(t), req)
+	_, err = familytest.Jobs(t, s.v).Submit(familytest.Ctx(t), req)
 	var f *vendor.Failure
 	if !errors.As(err, &f) {
 		t.Fatalf("Submit: %v (%T), want a *vendor.Failure", err, err)
@@ -520,12 +414,12 @@ func (s *suite) unknownChannel(t *testing.T) {
 
 func (s *suite) hang(t *testing.T) {
 	req := s.req(s.target.Plain, images.OpGenerations, `{"prompt":"p [sim:hang]"}`)
-	req.Timeout = hangTimeout
+	req.Timeout = familytest.HangTimeout
 	start := time.Now()
-	_, err := s.jobs(t).Run(ctx(t), req)
-	wantFailure(t, err, vendor.FailureTimeout)
-	if d := time.Since(start); d > hangLimit {
-		t.Fatalf("a %v timeout took %v", hangTimeout, d)
+	_, err := familytest.Jobs(t, s.v).Run(familytest.Ctx(t), req)
+	familytest.WantFailure(t, err, vendor.FailureTimeout)
+	if d := time.Since(start); d > familytest.HangLimit {
+		t.Fatalf("a %v timeout took %v", familytest.HangTimeout, d)
 	}
 }
 
@@ -534,47 +428,47 @@ func (s *suite) hang(t *testing.T) {
 // job stays running), else as one Run.
 func (s *suite) async(t *testing.T) {
 	m := s.target.Plain
-	j := s.jobs(t)
+	j := familytest.Jobs(t, s.v)
 	body := `{"prompt":"a cat [sim:latency=30ms]","n":2,"async":true}`
-	plan, err := j.Validate(ctx(t), s.req(m, images.OpGenerations, body))
+	plan, err := j.Validate(familytest.Ctx(t), s.req(m, images.OpGenerations, body))
 	if err != nil || plan.Error != nil || !reflect.DeepEqual(plan.Hold, []vendor.Units{{Count: 2}}) {
 		t.Fatalf("plan %+v %v", plan, err)
 	}
-	out, err := s.execute(t, s.req(m, images.OpGenerations, body))
+	out, err := familytest.Execute(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, body))
 	hosted(t, out, succeeded(t, out, err, m.ID, 2))
 	if !plan.UpstreamJob {
 		return
 	}
 	t.Run("same answer as synchronous", func(t *testing.T) {
 		syncBody := `{"prompt":"a cat","n":2,"response_format":"b64_json"}`
-		sync, err := j.Run(ctx(t), s.req(m, images.OpGenerations, syncBody))
+		sync, err := j.Run(familytest.Ctx(t), s.req(m, images.OpGenerations, syncBody))
 		sb := succeeded(t, sync, err, m.ID, 2)
-		async, err := s.submitAndPoll(t, s.req(m, images.OpGenerations, `{"prompt":"a cat","n":2,"response_format":"b64_json","async":true}`))
+		async, err := familytest.SubmitAndPoll(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, `{"prompt":"a cat","n":2,"response_format":"b64_json","async":true}`))
 		ab := succeeded(t, async, err, m.ID, 2)
-		if keys(sb) != keys(ab) || keys(sb.Get("data.0")) != keys(ab.Get("data.0")) || keys(sb.Get("usage")) != keys(ab.Get("usage")) {
+		if familytest.Keys(sb) != familytest.Keys(ab) || familytest.Keys(sb.Get("data.0")) != familytest.Keys(ab.Get("data.0")) || familytest.Keys(sb.Get("usage")) != familytest.Keys(ab.Get("usage")) {
 			t.Fatalf("sync %.200s\nasync %.200s", sync.Body, async.Body)
 		}
 	})
 	t.Run("submit refused", func(t *testing.T) {
-		out, err := j.Submit(ctx(t), s.req(m, images.OpGenerations, `{"prompt":"a cat [sim:error=400]","async":true}`))
-		failed(t, out, err, 400)
+		out, err := j.Submit(familytest.Ctx(t), s.req(m, images.OpGenerations, `{"prompt":"a cat [sim:error=400]","async":true}`))
+		familytest.Failed(t, out, err, 400)
 	})
 	t.Run("fails at its end", func(t *testing.T) {
-		out, err := s.submitAndPoll(t, s.req(m, images.OpGenerations, `{"prompt":"a cat [sim:fail=500,latency=20ms]","async":true}`))
-		failed(t, out, err, 500)
+		out, err := familytest.SubmitAndPoll(t, familytest.Jobs(t, s.v), s.req(m, images.OpGenerations, `{"prompt":"a cat [sim:fail=500,latency=20ms]","async":true}`))
+		familytest.Failed(t, out, err, 500)
 	})
 	t.Run("running until its latency passed", func(t *testing.T) {
 		req := s.req(m, images.OpGenerations, `{"prompt":"a cat [sim:latency=1h]","async":true}`)
-		out, err := j.Submit(ctx(t), req)
+		out, err := j.Submit(familytest.Ctx(t), req)
 		if err != nil || out.State != vendor.JobRunning || out.UpstreamRef == "" {
 			t.Fatalf("submit %+v %v", out, err)
 		}
 		req.UpstreamRef = out.UpstreamRef
-		out, err = j.Poll(ctx(t), req)
+		out, err = j.Poll(familytest.Ctx(t), req)
 		if err != nil || out.State != vendor.JobRunning || out.PollAfter <= 0 || len(out.Units) != 0 {
 			t.Fatalf("poll %+v %v", out, err)
 		}
-		if err := j.Cancel(ctx(t), req); err != nil {
+		if err := j.Cancel(familytest.Ctx(t), req); err != nil {
 			var f *vendor.Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("cancel: %v", err)
@@ -584,22 +478,12 @@ func (s *suite) async(t *testing.T) {
 	t.Run("unknown reference", func(t *testing.T) {
 		req := s.req(m, images.OpGenerations, `{"prompt":"a cat","async":true}`)
 		req.UpstreamRef = "imagestest-no-such-job"
-		out, err := j.Poll(ctx(t), req)
+		out, err := j.Poll(familytest.Ctx(t), req)
 		var f *vendor.Failure
 		if err == nil && out.State != vendor.JobFailed || err != nil && !errors.As(err, &f) {
 			t.Fatalf("poll of an unknown job: %+v %v", out, err)
 		}
 	})
-}
-
-// keys lists an object's member names, in order.
-func keys(r gjson.Result) string {
-	var ks []string
-	r.ForEach(func(k, _ gjson.Result) bool {
-		ks = append(ks, k.String())
-		return true
-	})
-	return strings.Join(ks, ",")
 }
 
 // PNG is a small w x h PNG.
@@ -610,24 +494,5 @@ func PNG(w, h int) []byte {
 	return buf.Bytes()
 }
 
-// OverGRPC serves impl over the real gRPC transport of plugins/vendor, in
-// process, and returns the host side: the same interfaces, every call
-// crossing protobuf and gRPC. Configure it like the vendor itself.
-func OverGRPC(t *testing.T, impl vendor.Vendor) vendor.Vendor {
-	t.Helper()
-	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
-		vendor.PluginName: &vendor.GRPCPlugin{Impl: impl},
-	})
-	raw, err := client.Dispense(vendor.PluginName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := raw.(vendor.Vendor)
-	t.Cleanup(func() {
-		if c, ok := v.(io.Closer); ok {
-			_ = c.Close()
-		}
-		_ = client.Close()
-	})
-	return v
-}
+// OverGRPC serves impl over the real gRPC transport (familytest.OverGRPC).
+func OverGRPC(t *testing.T, impl vendor.Vendor) vendor.Vendor { return familytest.OverGRPC(t, impl) }

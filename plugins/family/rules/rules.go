@@ -1,0 +1,270 @@
+// Package rules holds what every family's rules package needs: refusals
+// in the gateway's shape, an upstream's refusal, the readers of JSON (and
+// multipart text) fields, a task record's builder, the upstream-reported
+// seconds that settle, and a model's settings. It speaks no vendor's wire
+// and no family's vocabulary.
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+// Invalid is the gateway's 400 invalid_request with msg.
+func Invalid(msg string) *vendor.JobError {
+	return &vendor.JobError{Status: http.StatusBadRequest, Code: "invalid_request", Message: msg}
+}
+
+// Operator is the operator's error (a model setting the rules cannot
+// read): 500 internal_error naming it.
+func Operator(msg string) *vendor.JobError {
+	return &vendor.JobError{Status: http.StatusInternalServerError, Code: "internal_error", Message: msg}
+}
+
+// Refused is the outcome of a request that Run, Submit or Poll finds
+// invalid (a plugin re-reads the request there): the plan's refusal as a
+// failed job.
+func Refused(e *vendor.JobError) *vendor.JobOutcome {
+	return &vendor.JobOutcome{State: vendor.JobFailed, Status: e.Status, Error: e}
+}
+
+// Failed is the outcome of an upstream's refusal: its status and message
+// (errors rule 4: the gateway maps the status and renders the error in the
+// client's shape).
+func Failed(status int, body []byte) *vendor.JobOutcome {
+	return &vendor.JobOutcome{State: vendor.JobFailed, Status: status,
+		Error: &vendor.JobError{Status: status, Message: UpstreamMessage(status, body)}}
+}
+
+// UpstreamMessage is the message of an upstream error body: OpenAI's
+// error.message, or the other common places, else the body's text, else
+// the status text.
+func UpstreamMessage(status int, body []byte) string {
+	if gjson.ValidBytes(body) {
+		for _, p := range [...]string{"error.message", "error", "message", "detail", "errors.0.message", "msg"} {
+			if v := gjson.GetBytes(body, p); v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
+				return v.Str
+			}
+		}
+	}
+	text := strings.TrimSpace(string(body))
+	if text != "" && utf8.ValidString(text) && !bytes.ContainsRune(body, 0) {
+		if len(text) > 1000 {
+			text = text[:1000]
+			for !utf8.ValidString(text) {
+				text = text[:len(text)-1]
+			}
+		}
+		return text
+	}
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return "upstream status " + strconv.Itoa(status)
+}
+
+// Object reads a request body as a JSON object (a multipart request's text
+// fields arrive as one).
+func Object(body []byte) (gjson.Result, *vendor.JobError) {
+	if len(body) == 0 || !gjson.ValidBytes(body) {
+		return gjson.Result{}, Invalid("The request body must be a JSON object.")
+	}
+	r := gjson.ParseBytes(body)
+	if !r.IsObject() {
+		return gjson.Result{}, Invalid("The request body must be a JSON object.")
+	}
+	return r, nil
+}
+
+// WholeNumber reads an integer: a JSON number with no fraction, or (a
+// multipart field) a string of digits.
+func WholeNumber(v gjson.Result) (int, bool) {
+	switch v.Type {
+	case gjson.Number:
+		f := v.Num
+		if f != math.Trunc(f) || f < -1e9 || f > 1e9 {
+			return 0, false
+		}
+		return int(f), true
+	case gjson.String:
+		n, err := strconv.Atoi(strings.TrimSpace(v.Str))
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// Number reads a number: a JSON number, or (a multipart field) a string
+// of one.
+func Number(v gjson.Result) (float64, bool) {
+	switch v.Type {
+	case gjson.Number:
+		return v.Num, !math.IsInf(v.Num, 0) && !math.IsNaN(v.Num)
+	case gjson.String:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v.Str), 64)
+		return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+	}
+	return 0, false
+}
+
+// Boolean reads a JSON bool, or (a multipart field) "true" / "false".
+func Boolean(v gjson.Result) (bool, bool) {
+	switch v.Type {
+	case gjson.True:
+		return true, true
+	case gjson.False:
+		return false, true
+	case gjson.String:
+		switch strings.ToLower(strings.TrimSpace(v.Str)) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// Chars is the number of characters of s, Unicode code points (the unit
+// of per-character prices).
+func Chars(s string) int64 { return int64(utf8.RuneCountInString(s)) }
+
+// HTTPURL reports whether s is an http(s) URL with a host.
+func HTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Hostname() != ""
+}
+
+var reLink = regexp.MustCompile(`https?://[^\s"'<>]+`)
+
+// FindURL is the first http(s) link in text (a share text with a link
+// inside), trailing punctuation trimmed; "" when there is none.
+func FindURL(text string) string {
+	for _, m := range reLink.FindAllString(text, -1) {
+		m = strings.TrimRight(m, ".,;:!?)]}，。；！？」』")
+		if HTTPURL(m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// SettledSeconds are the seconds an upstream reported, rounded up to whole
+// seconds and never above held (the excess of the hold is refunded).
+func SettledSeconds(reported float64, held int64) int64 {
+	if reported <= 0 || math.IsNaN(reported) {
+		return 0
+	}
+	n := int64(math.Ceil(reported - 1e-9))
+	return min(n, held)
+}
+
+// IntSetting reads a whole-number model setting; ok is false when it is
+// absent, and err set when it is no whole number.
+func IntSetting(m vendor.JobModel, name string) (n int, ok bool, err *vendor.JobError) {
+	s, ok := m.Settings[name]
+	if !ok || strings.TrimSpace(s) == "" {
+		return 0, false, nil
+	}
+	n, e := strconv.Atoi(strings.TrimSpace(s))
+	if e != nil || n < 0 {
+		return 0, false, Operator("model " + m.ID + ": setting " + name + " = " + strconv.Quote(s) + " is not a whole number")
+	}
+	return n, true, nil
+}
+
+// ListSetting reads a comma-separated model setting ("480p,720p").
+func ListSetting(m vendor.JobModel, name string) []string {
+	var out []string
+	for _, it := range strings.Split(m.Settings[name], ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Ref is the resolved reference of field, if the gateway resolved one.
+func Ref(req *vendor.JobRequest, field string) *vendor.JobRef {
+	for i := range req.Refs {
+		if req.Refs[i].Field == field {
+			return &req.Refs[i]
+		}
+	}
+	return nil
+}
+
+// Record builds a JSON object member by member, in order: a task's record
+// or an answer.
+type Record struct{ b []byte }
+
+// NewRecord starts a record.
+func NewRecord() *Record { return &Record{b: append(make([]byte, 0, 256), '{')} }
+
+// TaskRecord starts the record every task shows: {id, status, model,
+// created_at (Unix seconds)}; the gateway writes the status word.
+func TaskRecord(req *vendor.JobRequest) *Record {
+	created := req.Submitted
+	if created.IsZero() {
+		created = time.Now()
+	}
+	return NewRecord().Str("id", req.TaskID).Str("status", "queued").Str("model", req.Model.ID).Int("created_at", created.Unix())
+}
+
+func (r *Record) name(k string) {
+	if len(r.b) > 1 {
+		r.b = append(r.b, ',')
+	}
+	r.b = appendString(r.b, k)
+	r.b = append(r.b, ':')
+}
+
+// Str adds a string member.
+func (r *Record) Str(k, v string) *Record {
+	r.name(k)
+	r.b = appendString(r.b, v)
+	return r
+}
+
+// Int adds a number member.
+func (r *Record) Int(k string, v int64) *Record {
+	r.name(k)
+	r.b = strconv.AppendInt(r.b, v, 10)
+	return r
+}
+
+// Float adds a number member.
+func (r *Record) Float(k string, v float64) *Record {
+	r.name(k)
+	r.b = strconv.AppendFloat(r.b, v, 'f', -1, 64)
+	return r
+}
+
+// Raw adds a member of raw JSON (null, an object...).
+func (r *Record) Raw(k, raw string) *Record {
+	r.name(k)
+	r.b = append(r.b, raw...)
+	return r
+}
+
+// Bytes ends the record.
+func (r *Record) Bytes() []byte { return append(r.b, '}') }
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// Quote is s as a JSON string.
+func Quote(s string) string { return string(appendString(nil, s)) }
