@@ -273,8 +273,8 @@ func (s *Server) images(w http.ResponseWriter, r *http.Request, edits bool, req 
 		size = "1024x1024"
 	}
 
-	k := sim.ImageKnobs{Latency: s.opts.Knobs.Latency, Error: s.opts.Knobs.ErrorStatus, Images: -1, Hang: s.opts.Knobs.Hang, Cut: s.opts.Knobs.Cutting}
-	sim.ScanImageMarkers(&k, prompt)
+	k := sim.JobKnobs{Latency: s.opts.Knobs.Latency, Error: s.opts.Knobs.ErrorStatus, Images: -1, Hang: s.opts.Knobs.Hang, Cut: s.opts.Knobs.Cutting}
+	sim.ScanJobMarkers(&k, prompt)
 	if k.Hang {
 		<-r.Context().Done()
 		return

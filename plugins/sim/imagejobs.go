@@ -83,25 +83,25 @@ const refPrefix = "simimg1_"
 
 // open reads a request: the channel, the rules' checks, the knobs and
 // what the upstream is asked after shaping. A refusal is an outcome.
-func (v *Vendor) openImage(req *vendor.JobRequest) (*imageJob, ImageKnobs, *vendor.JobOutcome, error) {
+func (v *Vendor) openImage(req *vendor.JobRequest) (*imageJob, JobKnobs, *vendor.JobOutcome, error) {
 	v.mu.RLock()
 	ch, ok := v.channels[req.Channel]
 	v.mu.RUnlock()
 	if !ok {
-		return nil, ImageKnobs{}, nil, &vendor.Failure{Kind: vendor.FailureConfig, Message: "sim: channel " + req.Channel + " is not configured"}
+		return nil, JobKnobs{}, nil, &vendor.Failure{Kind: vendor.FailureConfig, Message: "sim: channel " + req.Channel + " is not configured"}
 	}
 	r, m, plan := images.Plan(req)
 	if plan.Error != nil {
-		return nil, ImageKnobs{}, images.Refused(plan.Error), nil
+		return nil, JobKnobs{}, images.Refused(plan.Error), nil
 	}
-	k := imageKnobs(ch.knobs)
+	k := jobKnobs(ch.knobs)
 	texts := []string{r.Prompt}
 	for _, ref := range r.References {
 		if !ref.IsData() {
 			texts = append(texts, ref.URL)
 		}
 	}
-	ScanImageMarkers(&k, texts...)
+	ScanJobMarkers(&k, texts...)
 	sh := m.Shape(r)
 	w, h, refusal := ImageFrame(sh.Size, sh.Aspect, req.Model.Settings[SettingMinSize])
 	if refusal != "" && k.Error == 0 {
@@ -136,7 +136,7 @@ func imageError(status int, msg string) *vendor.JobOutcome {
 
 // start runs what every call does before the job: a hang, a cut, a
 // refusal.
-func startImage(clk *clock, k ImageKnobs) (*vendor.JobOutcome, error) {
+func startImage(clk *clock, k JobKnobs) (*vendor.JobOutcome, error) {
 	if k.Hang {
 		return nil, clk.wait(0, true)
 	}
@@ -206,9 +206,9 @@ func pollAfter(remaining time.Duration) time.Duration {
 	return min(max(remaining, 10*time.Millisecond), 5*time.Second)
 }
 
-// Validate checks an image request by the family's rules; an async one
-// runs as an upstream job.
-func (v *Vendor) Validate(_ context.Context, req *vendor.JobRequest) (*vendor.JobPlan, error) {
+// validateImage checks an image request by the family's rules; an async
+// one runs as an upstream job.
+func (v *Vendor) validateImage(req *vendor.JobRequest) (*vendor.JobPlan, error) {
 	r, _, plan := images.Plan(req)
 	if plan.Error == nil {
 		plan.UpstreamJob = req.Async || r.Async
@@ -216,9 +216,9 @@ func (v *Vendor) Validate(_ context.Context, req *vendor.JobRequest) (*vendor.Jo
 	return plan, nil
 }
 
-// Run answers a request synchronously: after the job's latency, its
+// runImage answers a request synchronously: after the job's latency, its
 // images or its failure.
-func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
+func (v *Vendor) runImage(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
 	j, k, out, err := v.openImage(req)
 	if out != nil || err != nil {
 		return out, err
@@ -234,9 +234,9 @@ func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOu
 	return j.finish(), nil
 }
 
-// Submit starts a job: refused at once by an error marker, else running,
-// with a reference that holds the whole job.
-func (v *Vendor) Submit(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
+// submitImage starts a job: refused at once by an error marker, else
+// running, with a reference that holds the whole job.
+func (v *Vendor) submitImage(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
 	j, k, out, err := v.openImage(req)
 	if out != nil || err != nil {
 		return out, err
@@ -250,15 +250,9 @@ func (v *Vendor) Submit(ctx context.Context, req *vendor.JobRequest) (*vendor.Jo
 	return &vendor.JobOutcome{State: vendor.JobRunning, UpstreamRef: j.ref(), PollAfter: pollAfter(k.Latency)}, nil
 }
 
-// Poll reports a job: running until its latency has passed, then its
-// answer.
-func (v *Vendor) Poll(_ context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	v.mu.RLock()
-	_, ok := v.channels[req.Channel]
-	v.mu.RUnlock()
-	if !ok {
-		return nil, &vendor.Failure{Kind: vendor.FailureConfig, Message: "sim: channel " + req.Channel + " is not configured"}
-	}
+// pollImage reports a job: running until its latency has passed, then
+// its answer.
+func (v *Vendor) pollImage(req *vendor.JobRequest) (*vendor.JobOutcome, error) {
 	j, ok := jobOfRef(req.UpstreamRef)
 	if !ok {
 		return imageError(http.StatusNotFound, "No image job found with that id."), nil
@@ -269,8 +263,3 @@ func (v *Vendor) Poll(_ context.Context, req *vendor.JobRequest) (*vendor.JobOut
 	}
 	return j.finish(), nil
 }
-
-// Cancel has nothing to stop: a sim job is only its reference.
-func (v *Vendor) Cancel(context.Context, *vendor.JobRequest) error { return nil }
-
-var _ vendor.Jobs = (*Vendor)(nil)

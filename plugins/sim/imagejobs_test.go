@@ -51,20 +51,21 @@ func TestImageMarkers(t *testing.T) {
 	cases := []struct {
 		desc  string
 		texts []string
-		want  ImageKnobs
+		want  JobKnobs
 	}{
-		{"none", []string{"a cat"}, ImageKnobs{Images: -1}},
-		{"raw", []string{"a cat [sim:latency=2s,fail=503,images=2]"}, ImageKnobs{Latency: 2 * time.Second, Fail: 503, Images: 2}},
-		{"percent-encoded", []string{"a cat %5Bsim%3Aerror%3D429%5D"}, ImageKnobs{Error: 429, Images: -1}},
-		{"in a reference URL's query", []string{"a cat", "https://h/x.png?m=%5Bsim:images=3%5D"}, ImageKnobs{Images: 3}},
-		{"chat fault markers", []string{"[sim:hang] [sim:cut=2] [sim:words=5]"}, ImageKnobs{Hang: true, Cut: true, Images: -1}},
-		{"out of range values are text", []string{"[sim:fail=200,images=99,latency=-1s,error=x]"}, ImageKnobs{Images: -1}},
-		{"unclosed", []string{"[sim:fail=500"}, ImageKnobs{Images: -1}},
+		{"none", []string{"a cat"}, JobKnobs{Images: -1}},
+		{"raw", []string{"a cat [sim:latency=2s,fail=503,images=2]"}, JobKnobs{Latency: 2 * time.Second, Fail: 503, Images: 2}},
+		{"percent-encoded", []string{"a cat %5Bsim%3Aerror%3D429%5D"}, JobKnobs{Error: 429, Images: -1}},
+		{"in a reference URL's query", []string{"a cat", "https://h/x.png?m=%5Bsim:images=3%5D"}, JobKnobs{Images: 3}},
+		{"chat fault markers", []string{"[sim:hang] [sim:cut=2] [sim:words=5]"}, JobKnobs{Hang: true, Cut: true, Images: -1}},
+		{"out of range values are text", []string{"[sim:fail=200,images=99,latency=-1s,error=x]"}, JobKnobs{Images: -1}},
+		{"unclosed", []string{"[sim:fail=500"}, JobKnobs{Images: -1}},
+		{"seconds and a flag", []string{"a song [sim:seconds=7.5] [sim:nospeech]"}, JobKnobs{Images: -1, Seconds: 7.5, NoSpeech: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
-			k := ImageKnobs{Images: -1}
-			ScanImageMarkers(&k, tc.texts...)
+			k := JobKnobs{Images: -1}
+			ScanJobMarkers(&k, tc.texts...)
 			if k != tc.want {
 				t.Fatalf("got %+v, want %+v", k, tc.want)
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
-	"github.com/tollgate-gw/tollgate/plugins/family/images"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -48,14 +47,18 @@ func New(log hclog.Logger) *Vendor {
 }
 
 // Describe names the plugin: sim speaks all four chat protocols and
-// serves the image family (imagejobs.go).
+// serves every endpoint family (jobs.go).
 func (v *Vendor) Describe(context.Context) (vendor.Description, error) {
 	protos := make([]string, len(protocol.All))
 	for i, p := range protocol.All {
 		protos[i] = string(p)
 	}
-	return vendor.Description{Name: "sim", Protocols: protos, Families: []string{"chat", images.Family}, Version: Version,
-		Specs: []vendor.FamilySpec{images.Spec()}}, nil
+	specs := Specs()
+	fams := []string{"chat"}
+	for _, s := range specs {
+		fams = append(fams, s.Name)
+	}
+	return vendor.Description{Name: "sim", Protocols: protos, Families: fams, Version: Version, Specs: specs}, nil
 }
 
 // Configure replaces the channels. A setting it does not know, or cannot

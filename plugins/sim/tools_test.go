@@ -238,7 +238,7 @@ func TestVendor(t *testing.T) {
 	ctx := context.Background()
 	v := New(nil)
 	d, err := v.Describe(ctx)
-	if err != nil || d.Name != "sim" || len(d.Protocols) != 4 || !slices.Equal(d.Families, []string{"chat", "image"}) {
+	if err != nil || d.Name != "sim" || len(d.Protocols) != 4 || !slices.Equal(d.Families, []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search"}) {
 		t.Fatalf("%+v %v", d, err)
 	}
 	for _, tc := range []struct {
