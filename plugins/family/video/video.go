@@ -319,7 +319,7 @@ func Succeeded(req *vendor.JobRequest, r *Request, res Result) *vendor.JobOutcom
 	}
 	return &vendor.JobOutcome{
 		State: vendor.JobSucceeded, Status: http.StatusOK, Headers: map[string]string{"content-type": "application/json"},
-		Body:  body.Bytes(), ExpiresSlot: ExpiresSlot,
+		Body: body.Bytes(), ExpiresSlot: ExpiresSlot,
 		Files: []vendor.ResultFile{{Slot: "video_url", ContentType: ct, Name: req.TaskID + ".mp4", Data: res.Data, URL: res.URL, Header: res.Header}},
 		Units: []vendor.Units{{Tier: r.Tier, Count: secs}},
 	}

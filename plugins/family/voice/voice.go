@@ -51,7 +51,7 @@ func Spec() vendor.FamilySpec {
 		},
 		StatusWords:    map[string]string{"queued": "pending", "running": "pending", "succeeded": "ready"},
 		InFlightStatus: http.StatusOK, ListItem: "poll", ListLimitDefault: 30, ListLimitMax: 100,
-		ListStatuses: []string{"ready"},
+		ListStatuses:   []string{"ready"},
 		AttemptTimeout: 120 * time.Second, CallTimeout: 180 * time.Second, MaxRuntime: 180 * time.Second,
 		ModelOptional: true, Record: true, RecordError: vendor.RecordErrorMessage,
 	}
