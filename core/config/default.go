@@ -53,12 +53,14 @@ func Default(env func(string) string) *Config {
 		},
 	}
 	cfg.Models = append(cfg.Models, simImageModels()...)
+	cfg.Models = append(cfg.Models, simMediaModels()...)
 	simModels := make([]string, len(cfg.Models))
 	for i := range cfg.Models {
 		simModels[i] = cfg.Models[i].ID
 	}
 	cfg.Channels = []Channel{{
-		Name: "sim", Vendor: "sim", BaseURL: "sim://local", Families: []string{"chat", "image"},
+		Name: "sim", Vendor: "sim", BaseURL: "sim://local",
+		Families:  []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search"},
 		Protocols: all, Models: simModels, Weight: 1,
 	}}
 
@@ -111,6 +113,32 @@ func simImageModels() []Model {
 	nosize := img("sim-image-nosize", "0.03")
 	nosize.IgnoreSize = true
 	return []Model{img("sim-image", "0.04"), grid, area, nosize}
+}
+
+// simMediaModels are the demo models of the other media families, one per
+// family (and a video model priced by resolution), priced per unit.
+func simMediaModels() []Model {
+	media := func(id, family string, p Price) Model {
+		return Model{ID: id, OwnedBy: "sim", Family: family, Price: p,
+			DefaultMaxTokens: DefaultMaxTokens, MaxOutputTokens: DefaultMaxTokens, Timeout: DefaultModelTimeout}
+	}
+	m := money.MustParse
+	vid := media("sim-video", "video", Price{PerSecond: m("0.05")})
+	vid.MaxDuration = 10
+	vid.Settings = map[string]string{"min_duration": "1", "modes": "text-to-video,image-to-video", "ratios": "16:9,9:16,1:1",
+		"max_refs": "4", "audio": "true"}
+	tiered := media("sim-video-hd", "video", Price{PerSecondByResolution: map[string]money.Nano{"480p": m("0.03"), "720p": m("0.06")}})
+	tiered.MaxDuration = 10
+	tiered.Settings = map[string]string{"resolutions": "480p,720p", "default_resolution": "720p", "resolution_with_video": "true",
+		"modes": "text-to-video,video-to-video", "ratios": "16:9,9:16"}
+	return []Model{
+		vid, tiered,
+		media("sim-music", "music", Price{PerGeneration: m("0.20")}),
+		media("sim-speech", "speech", Price{PerCharacter: m("0.000015")}),
+		media("sim-voice", "voice", Price{PerCall: m("0.50")}),
+		media("sim-transcript", "transcript", Price{PerCall: m("0.02")}),
+		media("sim-search", "search", Price{PerCall: m("0.005")}),
+	}
 }
 
 func chatModel(id string, defMax, maxOut int, timeout time.Duration, p Price, caps Caps) Model {

@@ -162,13 +162,15 @@ Try it:
       -H "Content-Type: application/json" \
       -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
 `, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
-		if m := b.firstOf("image"); m != "" {
-			fmt.Fprintf(out, `
-    curl -s http://%s/v1/images/generations \
+		for _, t := range tries {
+			if m := b.firstOf(t.family); m != "" {
+				fmt.Fprintf(out, `
+    curl -s http://%s%s \
       -H "Authorization: Bearer %s" \
       -H "Content-Type: application/json" \
-      -d '{"model": "%s", "prompt": "a lighthouse at dusk"}'
-`, b.reach(), d.raw, m)
+      -d '{"model": "%s", %s}'%s
+`, b.reach(), t.path, d.raw, m, t.body, t.after)
+			}
 		}
 		fmt.Fprintf(out, `
     curl -s "http://%s/api/v1/ext/wiki/search?q=idempotency" -H "Authorization: Bearer %s"
@@ -211,6 +213,17 @@ func (b *banner) adminCmd(args string) string {
 		cmd += " --data-dir " + b.cfg.Store.Dir
 	}
 	return cmd + " " + args
+}
+
+// tries are the lines to try a media family with, one per family.
+var tries = []struct{ family, path, body, after string }{
+	{"image", "/v1/images/generations", `"prompt": "a lighthouse at dusk"`, ""},
+	{"video", "/v1/videos/generations", `"prompt": "waves on a pier", "duration": 5`, "   # then GET /v1/videos/generations/{id}"},
+	{"music", "/v1/music/generations", `"prompt": "a sea shanty about toll roads"`, "   # then GET /v1/music/generations/{id}"},
+	{"speech", "/v1/audio/speech", `"input": "Welcome to the toll road.", "voice": "alloy"`, " -o speech.mp3"},
+	{"voice", "/v1/audio/voices", `"name": "Ada", "audio_url": "https://example.com/ada.wav"`, ""},
+	{"transcript", "/v1/transcripts/extract", `"url": "https://example.com/v/123"`, ""},
+	{"search", "/v1/search", `"query": "toll roads of europe", "max_results": 3`, ""},
 }
 
 type familyModels struct {

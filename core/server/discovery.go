@@ -3,15 +3,21 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/tidwall/sjson"
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/pipeline"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -166,6 +172,57 @@ type catalogCaps struct {
 	Reasoning bool     `json:"reasoning"`
 	Vision    bool     `json:"vision"`
 	Surfaces  []string `json:"surfaces"`
+	// Media are the capabilities the model's family shows from its
+	// settings (FamilySpec.Caps), by dotted path.
+	Media map[string]any `json:"-"`
+}
+
+// MarshalJSON writes the caps with the family's capabilities merged in.
+func (c catalogCaps) MarshalJSON() ([]byte, error) {
+	type plain catalogCaps
+	b, err := json.Marshal(plain(c))
+	if err != nil || len(c.Media) == 0 {
+		return b, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Media)) {
+		if b, err = sjson.SetBytes(b, k, c.Media[k]); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// mediaCaps are the model's settings its family shows in the catalog.
+func (s *Server) mediaCaps(m *config.Model) map[string]any {
+	spec := s.specs[m.Family]
+	if spec == nil || len(spec.Caps) == 0 {
+		return nil
+	}
+	set := m.FamilySettings()
+	out := map[string]any{}
+	for _, c := range spec.Caps {
+		v, ok := set[c.Setting]
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		switch c.Kind {
+		case vendor.CapList:
+			var items []string
+			for _, it := range strings.Split(v, ",") {
+				if it = strings.TrimSpace(it); it != "" {
+					items = append(items, it)
+				}
+			}
+			out[c.Path] = items
+		case vendor.CapInt:
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				out[c.Path] = n
+			}
+		case vendor.CapBool:
+			out[c.Path] = strings.TrimSpace(v) == "true"
+		}
+	}
+	return out
 }
 
 func (s *Server) catalogEntry(m *config.Model) catalogEntry {
@@ -188,7 +245,7 @@ func (s *Server) catalogEntry(m *config.Model) catalogEntry {
 	add("image above "+p.AreaThresholdMP+" megapixels", p.PerImageHD)
 	add("second", p.PerSecond)
 	add("call", p.PerCall)
-	add("1M characters", p.PerCharacter)
+	add("character", p.PerCharacter)
 	add("generation", p.PerGeneration)
 	for _, tier := range p.Tiers() {
 		if n, ok := p.PerSecondByResolution[tier]; ok {
@@ -214,7 +271,7 @@ func (s *Server) catalogEntry(m *config.Model) catalogEntry {
 		Pricing: catalogPricing{DisplayName: m.ID, Category: family, EndpointType: endpointType(family), Tiers: tiers},
 		Billing: catalogBilling{Features: features},
 		Caps: catalogCaps{Family: family, Tools: tools, Reasoning: m.Caps.Reasoning, Vision: m.Caps.Vision,
-			Surfaces: s.surfaces(m)},
+			Surfaces: s.surfaces(m), Media: s.mediaCaps(m)},
 	}
 }
 
@@ -236,8 +293,10 @@ func endpointType(family string) string {
 		return "chat"
 	case "image":
 		return "images"
-	case "speech":
+	case "speech", "voice":
 		return "audio"
+	case "video", "avatar", "lipsync", "motion", "clip":
+		return "videos"
 	}
 	return family
 }

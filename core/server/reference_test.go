@@ -214,6 +214,7 @@ func fullServer(t *testing.T) (*routes.Mux, *routes.Mux) {
 	for _, rt := range new(users.Service).AdminRoutes() {
 		adm.Handle(rt.Pattern, rt.Handler)
 	}
+	adm.TaskRoutes(nil)
 	o := server.Options{Config: cfg, Logger: log, Now: time.Now, Admin: adm, Knowledge: kb.Routes()}
 	v := reflect.ValueOf(&o).Elem()
 	handler := reflect.TypeFor[http.Handler]()

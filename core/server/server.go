@@ -44,6 +44,7 @@ type Server struct {
 	vendors map[string]vendor.Vendor
 	tasks   *tasksapi.API
 	routes  []Route
+	specs   map[string]*vendor.FamilySpec // the families served, by name
 }
 
 // KeyHandler serves an endpoint for an authenticated key (logs, billing).
@@ -90,7 +91,10 @@ func New(o Options) *Server {
 		cfg: o.Config, store: o.Store, chains: o.Chains,
 		log: o.Logger.Named("http"), now: o.Now, mux: routes.New(),
 		usage: newUsageCache(o.Store, o.Now, time.Minute), vendors: o.Vendors,
-		tasks: tasksapi.New(o.Store, o.Now, o.Logger),
+		tasks: tasksapi.New(o.Store, o.Now, o.Logger), specs: map[string]*vendor.FamilySpec{},
+	}
+	for _, sp := range o.Families {
+		s.specs[sp.Name] = sp
 	}
 	chat := func(p protocol.ID) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { s.serveChat(w, r, p, "", false) }

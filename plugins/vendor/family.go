@@ -65,7 +65,25 @@ type FamilySpec struct {
 	// ExpireResults: a succeeded task whose hosted result passed its
 	// retention becomes expired (no money moves).
 	ExpireResults bool
+	// Caps are the model settings the catalog shows in a model's caps
+	// (the video capability object: modes, ratios, duration bounds,
+	// references, audio).
+	Caps []CapField
 }
+
+// CapField is a model setting the catalog shows: at Path (dotted) in the
+// model's caps, the setting Setting read as Kind (CapList: a
+// comma-separated list; CapInt; CapBool).
+type CapField struct {
+	Path, Setting, Kind string
+}
+
+// Kinds of a CapField.
+const (
+	CapList = "list"
+	CapInt  = "int"
+	CapBool = "bool"
+)
 
 // FamilyRoute is one public route of a family.
 type FamilyRoute struct {

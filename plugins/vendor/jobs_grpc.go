@@ -261,6 +261,9 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 			ModelOptional: s.ModelOptional, ListToExcludesDay: s.ListToExcludesDay, ListStatuses: s.ListStatuses,
 			Record: s.Record, RecordError: s.RecordError, ExpireResults: s.ExpireResults,
 		}
+		for _, c := range s.Caps {
+			p.Caps = append(p.Caps, &vendorv1.CapField{Path: c.Path, Setting: c.Setting, Kind: c.Kind})
+		}
 		for _, r := range s.Routes {
 			pr := &vendorv1.FamilyRoute{Method: r.Method, Path: r.Path, Kind: r.Kind,
 				Operation: r.Operation, Multipart: r.Multipart, MaxBody: r.MaxBody, Async: r.Async,
@@ -297,6 +300,9 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			Retention: ms(p.GetRetentionMs()), ResumeAfterRestart: p.GetResumeAfterRestart(),
 			ModelOptional: p.GetModelOptional(),
 			Record:        p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
+		}
+		for _, c := range p.GetCaps() {
+			s.Caps = append(s.Caps, CapField{Path: c.GetPath(), Setting: c.GetSetting(), Kind: c.GetKind()})
 		}
 		for _, r := range p.GetRoutes() {
 			rt := FamilyRoute{Method: r.GetMethod(), Path: r.GetPath(), Kind: r.GetKind(),

@@ -76,6 +76,7 @@ func TestJobsContractRoundTrip(t *testing.T) {
 		MaxRuntime: time.Hour, AttemptTimeout: time.Minute, CallTimeout: 2 * time.Minute, KeepAliveAfter: time.Second,
 		Retention: 24 * time.Hour, ResumeAfterRestart: true, ModelOptional: true,
 		Record: true, RecordError: vendor.RecordErrorMessage, ExpireResults: true,
+		Caps: []vendor.CapField{{Path: "duration.max", Setting: "max_duration", Kind: vendor.CapInt}},
 		Routes: []vendor.FamilyRoute{
 			{Method: "POST", Path: "/v1/x", Kind: vendor.RouteCreate, Operation: "make", Multipart: true, MaxBody: 9, Async: vendor.AsyncField,
 				UnitType: "avatar", PriceUnit: "per_call", TaskPrefix: "avt_", Model: "m-create", StatusWords: map[string]string{"succeeded": "ready"},

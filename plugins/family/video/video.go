@@ -75,6 +75,15 @@ func Spec() vendor.FamilySpec {
 		MaxRuntime:   30 * time.Minute, AttemptTimeout: 60 * time.Second, CallTimeout: 60 * time.Second,
 		Retention: 24 * time.Hour, ResumeAfterRestart: true,
 		Record: true, RecordError: vendor.RecordErrorObject, ExpireResults: true,
+		Caps: []vendor.CapField{
+			{Path: "modes", Setting: SettingModes, Kind: vendor.CapList},
+			{Path: "ratios", Setting: SettingRatios, Kind: vendor.CapList},
+			{Path: "duration.min", Setting: SettingMinDuration, Kind: vendor.CapInt},
+			{Path: "duration.max", Setting: SettingMaxDuration, Kind: vendor.CapInt},
+			{Path: "refs.images", Setting: SettingMaxRefs, Kind: vendor.CapInt},
+			{Path: "audio", Setting: SettingAudio, Kind: vendor.CapBool},
+			{Path: "resolutions", Setting: SettingResolutions, Kind: vendor.CapList},
+		},
 	}
 }
 

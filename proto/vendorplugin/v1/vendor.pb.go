@@ -255,6 +255,8 @@ type FamilySpec struct {
 	Record        bool   `protobuf:"varint,20,opt,name=record,proto3" json:"record,omitempty"`
 	RecordError   string `protobuf:"bytes,21,opt,name=record_error,json=recordError,proto3" json:"record_error,omitempty"`
 	ExpireResults bool   `protobuf:"varint,22,opt,name=expire_results,json=expireResults,proto3" json:"expire_results,omitempty"`
+	// Model settings the catalog shows in a model's caps.
+	Caps          []*CapField `protobuf:"bytes,23,rep,name=caps,proto3" json:"caps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,6 +445,74 @@ func (x *FamilySpec) GetExpireResults() bool {
 	return false
 }
 
+func (x *FamilySpec) GetCaps() []*CapField {
+	if x != nil {
+		return x.Caps
+	}
+	return nil
+}
+
+type CapField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dotted path in the caps object; the setting; list, int or bool.
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Setting       string `protobuf:"bytes,2,opt,name=setting,proto3" json:"setting,omitempty"`
+	Kind          string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapField) Reset() {
+	*x = CapField{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapField) ProtoMessage() {}
+
+func (x *CapField) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapField.ProtoReflect.Descriptor instead.
+func (*CapField) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CapField) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CapField) GetSetting() string {
+	if x != nil {
+		return x.Setting
+	}
+	return ""
+}
+
+func (x *CapField) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
 type FamilyRoute struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Method string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
@@ -481,7 +551,7 @@ type FamilyRoute struct {
 
 func (x *FamilyRoute) Reset() {
 	*x = FamilyRoute{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +563,7 @@ func (x *FamilyRoute) String() string {
 func (*FamilyRoute) ProtoMessage() {}
 
 func (x *FamilyRoute) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +576,7 @@ func (x *FamilyRoute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FamilyRoute.ProtoReflect.Descriptor instead.
 func (*FamilyRoute) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *FamilyRoute) GetMethod() string {
@@ -632,7 +702,7 @@ type RefField struct {
 
 func (x *RefField) Reset() {
 	*x = RefField{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +714,7 @@ func (x *RefField) String() string {
 func (*RefField) ProtoMessage() {}
 
 func (x *RefField) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +727,7 @@ func (x *RefField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefField.ProtoReflect.Descriptor instead.
 func (*RefField) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RefField) GetField() string {
@@ -686,7 +756,7 @@ type ListSpec struct {
 
 func (x *ListSpec) Reset() {
 	*x = ListSpec{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +768,7 @@ func (x *ListSpec) String() string {
 func (*ListSpec) ProtoMessage() {}
 
 func (x *ListSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +781,7 @@ func (x *ListSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpec.ProtoReflect.Descriptor instead.
 func (*ListSpec) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListSpec) GetStatuses() []string {
@@ -756,7 +826,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +838,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +851,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Channel) GetName() string {
@@ -834,7 +904,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +916,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +929,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ConfigureRequest) GetChannels() []*Channel {
@@ -891,7 +961,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +973,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +986,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
 }
 
 type ChatRequest struct {
@@ -950,7 +1020,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1032,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1045,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ChatRequest) GetChannel() string {
@@ -1071,7 +1141,7 @@ type CancelCallRequest struct {
 
 func (x *CancelCallRequest) Reset() {
 	*x = CancelCallRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1153,7 @@ func (x *CancelCallRequest) String() string {
 func (*CancelCallRequest) ProtoMessage() {}
 
 func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1166,7 @@ func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelCallRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelCallRequest) GetCallId() uint64 {
@@ -1114,7 +1184,7 @@ type CancelCallResponse struct {
 
 func (x *CancelCallResponse) Reset() {
 	*x = CancelCallResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1196,7 @@ func (x *CancelCallResponse) String() string {
 func (*CancelCallResponse) ProtoMessage() {}
 
 func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1209,7 @@ func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelCallResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
 }
 
 type Failure struct {
@@ -1152,7 +1222,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1234,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1247,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Failure) GetKind() FailureKind {
@@ -1209,7 +1279,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1291,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1304,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ChatResponse) GetStatus() int32 {
@@ -1277,7 +1347,7 @@ type Head struct {
 
 func (x *Head) Reset() {
 	*x = Head{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1359,7 @@ func (x *Head) String() string {
 func (*Head) ProtoMessage() {}
 
 func (x *Head) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1372,7 @@ func (x *Head) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Head.ProtoReflect.Descriptor instead.
 func (*Head) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Head) GetStatus() int32 {
@@ -1338,7 +1408,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1420,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1433,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetEvent() string {
@@ -1394,7 +1464,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1476,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1489,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StreamFrame) GetFrame() isStreamFrame_Frame {
@@ -1488,7 +1558,7 @@ type OpenDataPlaneRequest struct {
 
 func (x *OpenDataPlaneRequest) Reset() {
 	*x = OpenDataPlaneRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1570,7 @@ func (x *OpenDataPlaneRequest) String() string {
 func (*OpenDataPlaneRequest) ProtoMessage() {}
 
 func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1583,7 @@ func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneRequest.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OpenDataPlaneRequest) GetVersions() []uint32 {
@@ -1540,7 +1610,7 @@ type OpenDataPlaneResponse struct {
 
 func (x *OpenDataPlaneResponse) Reset() {
 	*x = OpenDataPlaneResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1622,7 @@ func (x *OpenDataPlaneResponse) String() string {
 func (*OpenDataPlaneResponse) ProtoMessage() {}
 
 func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1635,7 @@ func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneResponse.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{18}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OpenDataPlaneResponse) GetVersion() uint32 {
@@ -1622,7 +1692,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1704,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1717,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{19}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EventBatch) GetEvents() []*Event {
@@ -1668,7 +1738,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\tprotocols\x18\x02 \x03(\tR\tprotocols\x12\x1a\n" +
 	"\bfamilies\x18\x03 \x03(\tR\bfamilies\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12A\n" +
-	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xc3\a\n" +
+	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xf5\a\n" +
 	"\n" +
 	"FamilySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
@@ -1695,10 +1765,15 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\rlist_statuses\x18\x13 \x03(\tR\flistStatuses\x12\x16\n" +
 	"\x06record\x18\x14 \x01(\bR\x06record\x12!\n" +
 	"\frecord_error\x18\x15 \x01(\tR\vrecordError\x12%\n" +
-	"\x0eexpire_results\x18\x16 \x01(\bR\rexpireResults\x1a>\n" +
+	"\x0eexpire_results\x18\x16 \x01(\bR\rexpireResults\x120\n" +
+	"\x04caps\x18\x17 \x03(\v2\x1c.tollgate.vendor.v1.CapFieldR\x04caps\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd6\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"L\n" +
+	"\bCapField\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\asetting\x18\x02 \x01(\tR\asetting\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"\xd6\x04\n" +
 	"\vFamilyRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1835,73 +1910,75 @@ func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(FailureKind)(0),              // 0: tollgate.vendor.v1.FailureKind
 	(*DescribeRequest)(nil),       // 1: tollgate.vendor.v1.DescribeRequest
 	(*DescribeResponse)(nil),      // 2: tollgate.vendor.v1.DescribeResponse
 	(*FamilySpec)(nil),            // 3: tollgate.vendor.v1.FamilySpec
-	(*FamilyRoute)(nil),           // 4: tollgate.vendor.v1.FamilyRoute
-	(*RefField)(nil),              // 5: tollgate.vendor.v1.RefField
-	(*ListSpec)(nil),              // 6: tollgate.vendor.v1.ListSpec
-	(*Channel)(nil),               // 7: tollgate.vendor.v1.Channel
-	(*ConfigureRequest)(nil),      // 8: tollgate.vendor.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 9: tollgate.vendor.v1.ConfigureResponse
-	(*ChatRequest)(nil),           // 10: tollgate.vendor.v1.ChatRequest
-	(*CancelCallRequest)(nil),     // 11: tollgate.vendor.v1.CancelCallRequest
-	(*CancelCallResponse)(nil),    // 12: tollgate.vendor.v1.CancelCallResponse
-	(*Failure)(nil),               // 13: tollgate.vendor.v1.Failure
-	(*ChatResponse)(nil),          // 14: tollgate.vendor.v1.ChatResponse
-	(*Head)(nil),                  // 15: tollgate.vendor.v1.Head
-	(*Event)(nil),                 // 16: tollgate.vendor.v1.Event
-	(*StreamFrame)(nil),           // 17: tollgate.vendor.v1.StreamFrame
-	(*OpenDataPlaneRequest)(nil),  // 18: tollgate.vendor.v1.OpenDataPlaneRequest
-	(*OpenDataPlaneResponse)(nil), // 19: tollgate.vendor.v1.OpenDataPlaneResponse
-	(*EventBatch)(nil),            // 20: tollgate.vendor.v1.EventBatch
-	nil,                           // 21: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
-	nil,                           // 22: tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
-	nil,                           // 23: tollgate.vendor.v1.Channel.SettingsEntry
-	nil,                           // 24: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	nil,                           // 25: tollgate.vendor.v1.ChatRequest.HeadersEntry
-	nil,                           // 26: tollgate.vendor.v1.ChatResponse.HeadersEntry
-	nil,                           // 27: tollgate.vendor.v1.Head.HeadersEntry
+	(*CapField)(nil),              // 4: tollgate.vendor.v1.CapField
+	(*FamilyRoute)(nil),           // 5: tollgate.vendor.v1.FamilyRoute
+	(*RefField)(nil),              // 6: tollgate.vendor.v1.RefField
+	(*ListSpec)(nil),              // 7: tollgate.vendor.v1.ListSpec
+	(*Channel)(nil),               // 8: tollgate.vendor.v1.Channel
+	(*ConfigureRequest)(nil),      // 9: tollgate.vendor.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 10: tollgate.vendor.v1.ConfigureResponse
+	(*ChatRequest)(nil),           // 11: tollgate.vendor.v1.ChatRequest
+	(*CancelCallRequest)(nil),     // 12: tollgate.vendor.v1.CancelCallRequest
+	(*CancelCallResponse)(nil),    // 13: tollgate.vendor.v1.CancelCallResponse
+	(*Failure)(nil),               // 14: tollgate.vendor.v1.Failure
+	(*ChatResponse)(nil),          // 15: tollgate.vendor.v1.ChatResponse
+	(*Head)(nil),                  // 16: tollgate.vendor.v1.Head
+	(*Event)(nil),                 // 17: tollgate.vendor.v1.Event
+	(*StreamFrame)(nil),           // 18: tollgate.vendor.v1.StreamFrame
+	(*OpenDataPlaneRequest)(nil),  // 19: tollgate.vendor.v1.OpenDataPlaneRequest
+	(*OpenDataPlaneResponse)(nil), // 20: tollgate.vendor.v1.OpenDataPlaneResponse
+	(*EventBatch)(nil),            // 21: tollgate.vendor.v1.EventBatch
+	nil,                           // 22: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	nil,                           // 23: tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
+	nil,                           // 24: tollgate.vendor.v1.Channel.SettingsEntry
+	nil,                           // 25: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	nil,                           // 26: tollgate.vendor.v1.ChatRequest.HeadersEntry
+	nil,                           // 27: tollgate.vendor.v1.ChatResponse.HeadersEntry
+	nil,                           // 28: tollgate.vendor.v1.Head.HeadersEntry
 }
 var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
 	3,  // 0: tollgate.vendor.v1.DescribeResponse.family_specs:type_name -> tollgate.vendor.v1.FamilySpec
-	4,  // 1: tollgate.vendor.v1.FamilySpec.routes:type_name -> tollgate.vendor.v1.FamilyRoute
-	21, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
-	22, // 3: tollgate.vendor.v1.FamilyRoute.status_words:type_name -> tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
-	5,  // 4: tollgate.vendor.v1.FamilyRoute.refs:type_name -> tollgate.vendor.v1.RefField
-	6,  // 5: tollgate.vendor.v1.FamilyRoute.list:type_name -> tollgate.vendor.v1.ListSpec
-	23, // 6: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
-	7,  // 7: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
-	24, // 8: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	25, // 9: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
-	0,  // 10: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
-	26, // 11: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
-	13, // 12: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
-	27, // 13: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
-	15, // 14: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
-	16, // 15: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
-	13, // 16: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
-	16, // 17: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
-	1,  // 18: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
-	8,  // 19: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
-	10, // 20: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
-	10, // 21: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
-	18, // 22: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
-	11, // 23: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
-	2,  // 24: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
-	9,  // 25: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
-	14, // 26: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
-	17, // 27: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
-	19, // 28: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
-	12, // 29: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
-	24, // [24:30] is the sub-list for method output_type
-	18, // [18:24] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	5,  // 1: tollgate.vendor.v1.FamilySpec.routes:type_name -> tollgate.vendor.v1.FamilyRoute
+	22, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	4,  // 3: tollgate.vendor.v1.FamilySpec.caps:type_name -> tollgate.vendor.v1.CapField
+	23, // 4: tollgate.vendor.v1.FamilyRoute.status_words:type_name -> tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
+	6,  // 5: tollgate.vendor.v1.FamilyRoute.refs:type_name -> tollgate.vendor.v1.RefField
+	7,  // 6: tollgate.vendor.v1.FamilyRoute.list:type_name -> tollgate.vendor.v1.ListSpec
+	24, // 7: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
+	8,  // 8: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
+	25, // 9: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	26, // 10: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
+	0,  // 11: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
+	27, // 12: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
+	14, // 13: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
+	28, // 14: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
+	16, // 15: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
+	17, // 16: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
+	14, // 17: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
+	17, // 18: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
+	1,  // 19: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
+	9,  // 20: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
+	11, // 21: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
+	11, // 22: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
+	19, // 23: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
+	12, // 24: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
+	2,  // 25: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
+	10, // 26: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
+	15, // 27: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
+	18, // 28: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
+	20, // 29: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
+	13, // 30: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
+	25, // [25:31] is the sub-list for method output_type
+	19, // [19:25] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_vendor_proto_init() }
@@ -1909,7 +1986,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 	if File_proto_vendorplugin_v1_vendor_proto != nil {
 		return
 	}
-	file_proto_vendorplugin_v1_vendor_proto_msgTypes[16].OneofWrappers = []any{
+	file_proto_vendorplugin_v1_vendor_proto_msgTypes[17].OneofWrappers = []any{
 		(*StreamFrame_Head)(nil),
 		(*StreamFrame_Event)(nil),
 		(*StreamFrame_Failure)(nil),
@@ -1920,7 +1997,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
