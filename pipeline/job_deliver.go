@@ -22,12 +22,9 @@ const maxInline = 64 << 20
 // answer carries an upstream's address), or written inline as base64
 // where the client asked for bytes. Files and fetches fail as the
 // upstream's fault: nothing is charged for an answer that cannot be had.
-func deliver(ctx context.Context, host FileHost, owner string, j *Job, out *vendor.JobOutcome) ([]byte, error) {
+func deliver(ctx context.Context, host FileHost, owner string, j *Job, modelRetention time.Duration, out *vendor.JobOutcome) ([]byte, error) {
 	body := out.Body
-	retention := j.Spec.Retention
-	if retention <= 0 {
-		retention = defaultRetention
-	}
+	retention := effective(j.Spec.Retention, modelRetention, defaultRetention)
 	j.Units, j.Inline = out.Units, out.Inline
 	j.URLs = append(j.URLs[:0], out.URLs...)
 	var expires time.Time

@@ -139,7 +139,7 @@ func (s *dispatchStage) runJob(ctx context.Context, c *Call) error {
 // with the settlement).
 func (s *dispatchStage) respondJob(ctx context.Context, c *Call, out *vendor.JobOutcome) error {
 	j := c.Job
-	body, err := deliver(ctx, s.files, c.Account.ID, j, out)
+	body, err := deliver(ctx, s.files, c.Account.ID, j, c.Model.Retention, out)
 	if err != nil {
 		return err
 	}

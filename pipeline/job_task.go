@@ -102,7 +102,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 	case end.Err != nil:
 		fail(taskError(f.red, ctx, c, end.Err))
 	case out != nil && out.State == vendor.JobSucceeded:
-		body, err := deliver(ctx, f.d.Files, t.AccountID, c.Job, out)
+		body, err := deliver(ctx, f.d.Files, t.AccountID, c.Job, m.Retention, out)
 		if err != nil {
 			fail(apierr.As(err))
 			break

@@ -80,6 +80,10 @@ type Server struct {
 	// DrainTimeout bounds how long calls under way may take to finish
 	// once the gateway is told to stop (SIGTERM); default 30s.
 	DrainTimeout time.Duration
+	// SweepEvery is how often hosted files past their retention are
+	// deleted, and the tasks whose results they were are marked expired
+	// (0: every 10 minutes).
+	SweepEvery time.Duration
 }
 
 // DefaultDrainTimeout is server.drain_timeout when it is not written.
@@ -240,6 +244,9 @@ type Model struct {
 	// never lengthen them.
 	MaxRuntime  time.Duration
 	CallTimeout time.Duration
+	// Retention shortens how long the family keeps the model's hosted
+	// results (0: the family's).
+	Retention time.Duration
 	// Settings are further family settings handed to the plugin.
 	Settings map[string]string
 	// Free says the model is served at no charge on purpose. A model needs

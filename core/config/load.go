@@ -308,7 +308,7 @@ var serverSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "listen"}, {Name: "admin_token"}, {Name: "master_key"},
 		{Name: "allow_private_urls"}, {Name: "durability"}, {Name: "public_url"},
-		{Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"},
+		{Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"}, {Name: "sweep_every"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -352,6 +352,7 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 	}
 	s.DrainTimeout = DefaultDrainTimeout
 	d.duration(c.Attributes["drain_timeout"], where, &s.DrainTimeout)
+	d.duration(c.Attributes["sweep_every"], where, &s.SweepEvery)
 	for i, tb := range c.Blocks {
 		if i > 0 {
 			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))
@@ -624,7 +625,7 @@ var modelSchema = &hcl.BodySchema{
 		{Name: "default_max_tokens"}, {Name: "max_output_tokens"},
 		{Name: "translate_from"}, {Name: "timeout"}, {Name: "idle_timeout"},
 		{Name: "grid"}, {Name: "ignore_size"}, {Name: "keepalive_after"}, {Name: "max_duration"},
-		{Name: "max_runtime"}, {Name: "call_timeout"},
+		{Name: "max_runtime"}, {Name: "call_timeout"}, {Name: "retention"},
 		{Name: "settings"}, {Name: "free"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "price"}, {Type: "caps"}},
@@ -677,6 +678,7 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 	d.intMin(c.Attributes["max_duration"], where, 1, &m.MaxDuration)
 	d.duration(c.Attributes["max_runtime"], where, &m.MaxRuntime)
 	d.duration(c.Attributes["call_timeout"], where, &m.CallTimeout)
+	d.duration(c.Attributes["retention"], where, &m.Retention)
 	m.Settings = d.strMap(c.Attributes["settings"], where)
 	var priceBlock, capsBlock *hcl.Block
 	for _, blk := range c.Blocks {

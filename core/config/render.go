@@ -30,6 +30,9 @@ func Render(c *Config) string {
 	setStr(s, "durability", c.Server.Durability)
 	setStr(s, "public_url", c.Server.PublicURL)
 	setStr(s, "metrics_listen", c.Server.MetricsListen)
+	if c.Server.SweepEvery != 0 {
+		s.SetAttributeValue("sweep_every", cty.StringVal(c.Server.SweepEvery.String()))
+	}
 	if c.Server.DrainTimeout != DefaultDrainTimeout {
 		s.SetAttributeValue("drain_timeout", cty.StringVal(c.Server.DrainTimeout.String()))
 	}
@@ -146,6 +149,9 @@ func Render(c *Config) string {
 		}
 		if m.CallTimeout != 0 {
 			b.SetAttributeValue("call_timeout", cty.StringVal(m.CallTimeout.String()))
+		}
+		if m.Retention != 0 {
+			b.SetAttributeValue("retention", cty.StringVal(m.Retention.String()))
 		}
 		setMap(b, "settings", m.Settings)
 		if m.IdleTimeout != 0 {

@@ -245,6 +245,7 @@ func (g *Gateway) provisionFiles(ctx context.Context) error {
 	mac.Write([]byte("tollgate hosted files v1"))
 	fs, err := files.Open(ctx, files.Options{
 		Dir: filepath.Join(g.cfg.Store.Dir, "files"), Secret: mac.Sum(nil), Logger: g.log.Named("files"),
+		SweepEvery: g.cfg.Server.SweepEvery,
 	})
 	if err != nil {
 		return fmt.Errorf("hosted files: %w", err)
@@ -383,7 +384,11 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	// cleaned up.
 	defer func() { stopBG(); g.engine.Wait() }()
 	go g.files.Run(bg)
-	go g.engine.Expire(bg, files.DefaultSweepEvery) // beside the files sweep
+	sweep := cfg.Server.SweepEvery
+	if sweep <= 0 {
+		sweep = files.DefaultSweepEvery
+	}
+	go g.engine.Expire(bg, sweep) // beside the files sweep
 	go g.kb.Run(bg)                                 // follows page changes other instances make
 	if cfg.Console.Enabled {
 		go g.users.Sweep(bg, time.Hour)

@@ -169,6 +169,7 @@ func (g *Gateway) warnRestartOnly(old, cfg *config.Config) {
 		{"server.admin_token", old.Server.AdminToken, cfg.Server.AdminToken},
 		{"server.master_key", old.Server.MasterKey, cfg.Server.MasterKey},
 		{"server.durability", old.Server.Durability, cfg.Server.Durability},
+		{"server.sweep_every", old.Server.SweepEvery, cfg.Server.SweepEvery},
 		{"store", old.Store, cfg.Store},
 		{"telemetry", old.Telemetry, cfg.Telemetry},
 		{"accounts", old.Accounts, cfg.Accounts},
