@@ -364,6 +364,21 @@ func (s *dispatchStage) submitJob(ctx context.Context, c *Call) error {
 		return err
 	}
 	job.Request, job.UpstreamJob = *jobRequest(c, ch), plan.UpstreamJob
+	if !plan.UpstreamJob {
+		// A background run moves on as a synchronous call would, to the
+		// channels after it whose vendors run it the same way.
+		after := false
+		for _, alt := range chans {
+			if alt == ch {
+				after = true
+				continue
+			}
+			if p, err := planFor(ctx, s.jobs, s.red, c, alt); after && err == nil && !p.UpstreamJob {
+				up, _ := alt.UpstreamModel(c.Model.ID)
+				job.Alternates = append(job.Alternates, tasks.Alternate{Channel: alt.Name, Vendor: alt.Vendor, Upstream: up})
+			}
+		}
+	}
 	if enc, err = job.Encode(); err != nil {
 		return apierr.Internal(err)
 	}

@@ -386,6 +386,19 @@ func (e *Engine) ask(ctx context.Context, t *store.Task, spec *vendor.FamilySpec
 			req.Timeout = spec.AttemptTimeout
 		}
 		out, err = p.Run(ctx, &req)
+		for _, alt := range job.Alternates {
+			if !retriable(out, err) || ctx.Err() != nil {
+				break
+			}
+			ap := e.o.Plugins(alt.Vendor)
+			if ap == nil {
+				continue
+			}
+			e.log.Debug("a background run moves to the next channel", "task_id", t.ID, "channel", alt.Channel, "error", err)
+			req.Channel, req.Model.Upstream = alt.Channel, alt.Upstream
+			t.Channel, t.Vendor = alt.Channel, alt.Vendor
+			out, err = ap.Run(ctx, &req)
+		}
 	} else {
 		req.UpstreamRef = t.UpstreamRef
 		out, err = p.Poll(ctx, &req)
@@ -417,6 +430,20 @@ func (e *Engine) ask(ctx context.Context, t *store.Task, spec *vendor.FamilySpec
 		wait = e.backoff(t.Polls)
 	}
 	return nil, e.o.Now().Add(wait)
+}
+
+// retriable reports whether a Run failed before its upstream answered
+// (a connection failure, a dead plugin), or with a 5xx or a 429: another
+// channel may serve it.
+func retriable(out *vendor.JobOutcome, err error) bool {
+	if err != nil {
+		var f *vendor.Failure
+		return !errors.As(err, &f) || f.Kind == vendor.FailureConnect || f.Kind == vendor.FailureConfig
+	}
+	if out.State != vendor.JobFailed || out.Error == nil {
+		return false
+	}
+	return out.Error.Status >= 500 || out.Error.Status == 429
 }
 
 // retryLater keeps a task whose plugin could not be asked, until its

@@ -18,6 +18,15 @@ type Job struct {
 	UpstreamJob bool // Submit and Poll; false: one Run
 	LinkBase    string
 	Price       *config.Price
+	// Alternates are the channels a background Run moves on to, in order,
+	// when one fails before answering (a connection failure, a 5xx, a
+	// 429), as a synchronous call would.
+	Alternates []Alternate
+}
+
+// Alternate is another channel of the task's model.
+type Alternate struct {
+	Channel, Vendor, Upstream string
 }
 
 // Encode is the job as the store keeps it (store.Task.Job).

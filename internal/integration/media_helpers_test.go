@@ -12,7 +12,8 @@ import (
 
 // mediaConfig serves every media family through the sim, at prices the
 // tests own (mediaPrices), with a second sim channel for speech and voices
-// (references pin a call to the channel that holds them).
+// and a failing one above both (references pin a call to the channel that
+// holds them: a speech with a cloned voice never tries sim-down).
 const mediaConfig = `
 server {
   allow_private_urls = true
@@ -33,6 +34,14 @@ channel "sim-b" {
   base_url = "sim://b"
   families = ["speech", "voice"]
   models   = ["tts", "voice"]
+}
+channel "sim-down" {
+  vendor   = "sim"
+  base_url = "sim://down"
+  families = ["speech"]
+  models   = ["tts"]
+  priority = 10
+  settings = { fault = "error=500" }
 }
 model "sim-chat" {
   owned_by = "sim"
