@@ -357,7 +357,7 @@ func (s *dispatchStage) submitJob(ctx context.Context, c *Call) error {
 		return apierr.Internal(err)
 	}
 	j.Task = &t
-	sctx, cancel := context.WithTimeout(ctx, submitTimeout)
+	sctx, cancel := context.WithTimeout(ctx, effective(submitTimeout, c.Model.CallTimeout, submitTimeout))
 	out, ch, plan, err := s.startTask(sctx, c, chans)
 	cancel()
 	if err != nil {
@@ -440,7 +440,7 @@ func (s *dispatchStage) startTask(ctx context.Context, c *Call, chans []*config.
 		c.UpstreamCalls++
 		started := s.now()
 		req := jobRequest(c, ch)
-		req.Timeout = submitTimeout
+		req.Timeout = effective(submitTimeout, c.Model.CallTimeout, submitTimeout)
 		sctx := ctx
 		var span trace.Span
 		if s.tracer != nil {
