@@ -42,6 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fromJSON := fs.String("from-json", "", "render the table, chart and checks of an earlier results file instead of running")
 	storeKind := fs.String("store", "badger", "the gateway's store: badger, or postgres (several instances' backend)")
 	pgURL := fs.String("pg-url", "", "with --store postgres: an empty database; empty = start a local server (needs PostgreSQL's binaries)")
+	noMedia := fs.Bool("no-media", false, "skip the media phase (a media job's gateway CPU, sync and async)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
-			NoProxyReference: *noProxy, Metrics: *withMetrics,
+			NoProxyReference: *noProxy, Metrics: *withMetrics, NoMedia: *noMedia,
 			CPUProfile: *cpuProfile, MemProfile: *memProfile,
 		}
 		switch *storeKind {

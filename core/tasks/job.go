@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"encoding/gob"
+	"encoding/json"
 
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -29,18 +30,17 @@ type Alternate struct {
 	Channel, Vendor, Upstream string
 }
 
-// Encode is the job as the store keeps it (store.Task.Job).
-func (j *Job) Encode() ([]byte, error) {
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(j); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
+// Encode is the job as the store keeps it (store.Task.Job): JSON, read
+// back on every poll (a gob stream compiles its types each time).
+func (j *Job) Encode() ([]byte, error) { return json.Marshal(j) }
 
-// DecodeJob reads a job Encode wrote.
+// DecodeJob reads a job Encode wrote, or the gob an earlier version wrote.
 func DecodeJob(b []byte) (Job, error) {
 	var j Job
+	if len(b) > 0 && b[0] == '{' {
+		err := json.Unmarshal(b, &j)
+		return j, err
+	}
 	err := gob.NewDecoder(bytes.NewReader(b)).Decode(&j)
 	return j, err
 }

@@ -45,6 +45,8 @@ type Options struct {
 	Metrics bool
 	// Log receives progress lines.
 	Log io.Writer
+	// NoMedia skips the media phase (media.go).
+	NoMedia bool
 	// Store is the gateway's store: "" or "badger", or "postgres" on the
 	// empty database at PostgresURL; PostgresPID, when set, is its
 	// server's postmaster, whose CPU (and its backends') is counted beside
@@ -170,6 +172,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	if o.Metrics {
 		res.Notes = append(res.Notes, "Measured with /metrics on (server.metrics_listen): every call counted by the Prometheus hooks.")
+	}
+	if !o.NoMedia && o.Store != StorePostgres {
+		if err := e.media(ctx, res); err != nil {
+			return nil, err
+		}
 	}
 	if o.SeedRows > 0 {
 		if err := e.seeded(ctx, res); err != nil {

@@ -99,6 +99,8 @@ type Results struct {
 	ProxyReference []ProxyRef `json:"proxy_reference,omitempty"`
 	Notes          []string   `json:"notes,omitempty"`
 	Profiles       []string   `json:"profiles,omitempty"`
+	// Media are the media jobs' figures (media.go).
+	Media []MediaResult `json:"media,omitempty"`
 }
 
 // ProxyRef is the bare proxy's figure for one case.
@@ -141,6 +143,11 @@ func (r *Results) Evaluate() {
 				newCheck(fmt.Sprintf("%s: gateway CPU per request at c=64", c.Case), c.Gateway.CPUPerRequestUS, "<=", limit, "µs"),
 				newCheck(fmt.Sprintf("%s: throughput vs direct at c=64", c.Case), c.ThroughputRatio*100, ">=", BudgetThroughput*100, "%"))
 		}
+	}
+	for _, m := range r.Media {
+		r.Errors += m.Errors
+		r.Checks = append(r.Checks, newCheck(fmt.Sprintf("media %s job (%s): gateway CPU from submit to settled row", m.Kind, m.Route),
+			m.CPUPerJobUS, "<", BudgetMediaJobCPUUS, "µs"))
 	}
 	r.Checks = append(r.Checks,
 		newCheck("peak RSS of gateway and plugins", float64(r.PeakRSS)/(1<<20), "<", BudgetRSSBytes/(1<<20), "MB"),
@@ -240,6 +247,12 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "\nFor scale, a bare Go reverse proxy (net/http server and client, each read relayed and flushed; no auth, money, logs or plugin: `tollgate-upstream --proxy-to`) in front of the same upstream, in this run:\n\n| case | c | req/s | p50 µs | CPU µs/req |\n|---|---:|---:|---:|---:|\n")
 		for _, p := range r.ProxyReference {
 			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f |\n", p.Case, p.Concurrency, p.RPS, p.P50US, p.CPUPerRequestUS)
+		}
+	}
+	if len(r.Media) > 0 {
+		fmt.Fprintf(&b, "\nMedia jobs, submit to settled row (a gateway of their own on the sim plugin, 8 clients; a sync job is answered in its call, an async one is a task the engine polls, hosts and settles):\n\n| job | route | jobs | gateway CPU µs/job | plugin CPU µs/job | errors |\n|---|---|---:|---:|---:|---:|\n")
+		for _, m := range r.Media {
+			fmt.Fprintf(&b, "| %s | `%s` | %d | %.0f | %.0f | %d |\n", m.Kind, m.Route, m.Jobs, m.CPUPerJobUS, m.PluginCPUPerJobUS, m.Errors)
 		}
 	}
 	for _, n := range r.Notes {
