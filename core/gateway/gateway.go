@@ -389,7 +389,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		sweep = files.DefaultSweepEvery
 	}
 	go g.engine.Expire(bg, sweep) // beside the files sweep
-	go g.kb.Run(bg)                                 // follows page changes other instances make
+	go g.kb.Run(bg)               // follows page changes other instances make
 	if cfg.Console.Enabled {
 		go g.users.Sweep(bg, time.Hour)
 	}

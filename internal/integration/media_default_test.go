@@ -62,7 +62,9 @@ func TestEmbeddedDefaultAnswersEveryFamily(t *testing.T) {
 			t.Fatalf("row %v: cost is not its units at %s", r, p)
 		}
 	}
-	var acct struct{ Data []struct{ Balance, Held string } }
+	var acct struct {
+		Data []struct{ Balance, Held string }
+	}
 	g.Admin("GET", "/accounts", nil, &acct)
 	if len(acct.Data) != 1 || acct.Data[0].Held != "0" || money.MustParse(acct.Data[0].Balance)+spent != money.MustParse("121.32") {
 		t.Fatalf("books: %+v, spent %s", acct.Data, spent)
