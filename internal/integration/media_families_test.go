@@ -259,3 +259,34 @@ func TestSearch(t *testing.T) {
 		t.Fatalf("charged %s", got)
 	}
 }
+
+// Idempotency-Key on the billed POSTs of speech (sync and async), voices
+// and transcripts: a retry replays the answer with no second charge or
+// task; another body is 409.
+func TestMediaIdempotency(t *testing.T) {
+	e := startMedia(t, testgwOptions())
+	for i, tc := range []struct{ path, body, other string }{
+		{"/v1/audio/speech", `{"model":"tts","input":"hello","voice":"alloy"}`, `{"model":"tts","input":"bye","voice":"alloy"}`},
+		{"/v1/audio/speech", `{"model":"tts","input":"later","voice":"alloy","async":true}`, `{"model":"tts","input":"x","voice":"alloy","async":true}`},
+		{"/v1/audio/voices", `{"name":"Ada","audio_url":"https://samples.example/a.wav"}`, `{"name":"Bo","audio_url":"https://samples.example/a.wav"}`},
+		{"/v1/transcripts/extract", `{"url":"https://v.example/1"}`, `{"url":"https://v.example/2"}`},
+	} {
+		key := "idem-" + itoa(i)
+		a := e.post(t, tc.path, tc.body, "Idempotency-Key", key)
+		b := e.post(t, tc.path, tc.body, "Idempotency-Key", key)
+		if a.Status != 200 || b.Status != 200 || !bytes.Equal(a.Body, b.Body) || b.Header.Get("Idempotency-Replayed") != "true" {
+			t.Fatalf("%s: %d / %d replayed %q", tc.path, a.Status, b.Status, b.Header.Get("Idempotency-Replayed"))
+		}
+		wantError(t, e.post(t, tc.path, tc.other, "Idempotency-Key", key), 409, "idempotency_key_reuse", key)
+	}
+	if l := e.get(t, "/v1/audio/voices").json(t)["data"].([]any); len(l) != 1 {
+		t.Fatalf("a replayed clone made %d voices", len(l))
+	}
+	if l := e.get(t, "/v1/audio/speech").json(t)["data"].([]any); len(l) != 1 {
+		t.Fatalf("a replayed async speech made %d tasks", len(l))
+	}
+	want := priced(t, "tts", 5) + priced(t, "tts", 5) + priced(t, "voice", 1) + priced(t, "trn", 1)
+	if got := e.settled(t); got != want {
+		t.Fatalf("charged %s, want %s", got, want)
+	}
+}
