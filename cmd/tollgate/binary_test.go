@@ -125,7 +125,7 @@ func TestBinaryConfigCheck(t *testing.T) {
 	})
 	t.Run("the embedded default", func(t *testing.T) {
 		_, errOut, code := tollgateCmd(t, nil, "config", "check", "--quiet")
-		if code != 0 || errOut != "ok: the embedded default is valid (12 models, 1 channels, vendors: sim)\n" {
+		if code != 0 || errOut != "ok: the embedded default is valid (19 models, 1 channels, vendors: sim)\n" {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
@@ -241,6 +241,10 @@ func TestBinaryBanner(t *testing.T) {
 		`(?m)^knowledge: +GET /api/v1/ext/wiki/search`,
 		`/v1/images/generations \\\n.*\n.*\n +-d '\{"model": "sim-image", `,
 		`/api/v1/ext/wiki/search\?q=idempotency" -H "Authorization: Bearer sk-tollgate-`,
+		`(?m)^video: +sim-video, sim-video-hd`,
+		`(?m)^search: +sim-search`,
+		`/v1/videos/generations \\\n.*\n.*\n +-d '\{"model": "sim-video", `,
+		`/v1/search \\\n.*\n.*\n +-d '\{"model": "sim-search", `,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("first banner lacks %s:\n%s", want, out)
