@@ -236,6 +236,29 @@ func (e *env) startUpstream(ctx context.Context) error {
 	return nil
 }
 
+// serve starts tollgate serve on cfg and data and returns it with the
+// base URL it listens on.
+func (e *env) serve(name, cfg, data string, env []string, logPath string) (*process, string, error) {
+	var addr string
+	p, err := start(name, filepath.Join(e.o.BinDir, "tollgate"),
+		[]string{"serve", "--config", cfg, "--data-dir", data, "--listen", "127.0.0.1:0", "--log-level", e.o.LogLevel},
+		env, logPath,
+		func(line string) bool {
+			a, ok := listenLine(line)
+			if ok {
+				addr = a
+			}
+			return ok
+		}, 60*time.Second)
+	if err != nil {
+		return nil, "", err
+	}
+	if !strings.HasPrefix(addr, "http") {
+		addr = "http://" + addr
+	}
+	return p, addr, nil
+}
+
 func (e *env) startGateway() error {
 	cfg := filepath.Join(e.dir, "bench.hcl")
 	data := filepath.Join(e.dir, "data")
@@ -260,24 +283,11 @@ func (e *env) startGateway() error {
 		}
 		env = append(env, "TOLLGATE_PPROF_ADDR="+e.pprofAddr)
 	}
-	var addr string
-	p, err := start("tollgate", filepath.Join(e.o.BinDir, "tollgate"),
-		[]string{"serve", "--config", cfg, "--data-dir", data, "--listen", "127.0.0.1:0", "--log-level", e.o.LogLevel},
-		env, filepath.Join(e.dir, fmt.Sprintf("gateway-%d.log", time.Now().UnixNano())),
-		func(line string) bool {
-			a, ok := listenLine(line)
-			if ok {
-				addr = a
-			}
-			return ok
-		}, 60*time.Second)
+	p, addr, err := e.serve("tollgate", cfg, data, env, filepath.Join(e.dir, fmt.Sprintf("gateway-%d.log", time.Now().UnixNano())))
 	if err != nil {
 		return err
 	}
 	e.gateway, e.gatewayURL = p, addr
-	if !strings.HasPrefix(e.gatewayURL, "http") {
-		e.gatewayURL = "http://" + e.gatewayURL
-	}
 	tree, err := e.proc.Tree(p.pid())
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 )
@@ -85,25 +84,12 @@ func (e *env) media(ctx context.Context, res *Results) error {
 	if err := os.WriteFile(cfg, []byte(mediaConfig(filepath.Join(dir, "data"))), 0o600); err != nil {
 		return err
 	}
-	var addr string
-	p, err := start("tollgate (media)", filepath.Join(e.o.BinDir, "tollgate"),
-		[]string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--log-level", e.o.LogLevel},
-		[]string{"TOLLGATE_ADMIN_TOKEN=" + e.adminToken}, filepath.Join(dir, "gateway.log"),
-		func(line string) bool {
-			a, ok := listenLine(line)
-			if ok {
-				addr = a
-			}
-			return ok
-		}, 60*time.Second)
+	p, base, err := e.serve("tollgate (media)", cfg, filepath.Join(dir, "data"), []string{"TOLLGATE_ADMIN_TOKEN=" + e.adminToken},
+		filepath.Join(dir, "gateway.log"))
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	base := addr
-	if !strings.HasPrefix(base, "http") {
-		base = "http://" + base
-	}
 	adm := admin{base: base, token: e.adminToken, c: &http.Client{Timeout: 10 * time.Second}}
 	key, err := adm.createKey(ctx, "100000000")
 	if err != nil {

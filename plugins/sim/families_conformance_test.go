@@ -36,18 +36,19 @@ func TestFamiliesConformance(t *testing.T) {
 				return vendor.JobModel{ID: id, Upstream: id, Settings: settings, Tiers: tiers}
 			}
 			t.Run("video", func(t *testing.T) {
-				videotest.Run(t, videotest.Target{Name: "sim", New: newSim,
-					Model:  model("sim-video", map[string]string{"max_duration": "10"}),
+				videotest.Run(t, videotest.Target{Target: familytest.Target{Name: "sim", New: newSim,
+					Model: model("sim-video", map[string]string{"max_duration": "10"})},
 					Tiered: model("sim-video-tiered", map[string]string{"max_duration": "10", "resolutions": "480p,720p"}, "480p", "720p")})
 			})
 			t.Run("music", func(t *testing.T) {
 				musictest.Run(t, musictest.Target{Name: "sim", New: newSim, Model: model("sim-music", nil)})
 			})
 			t.Run("speech", func(t *testing.T) {
-				speechtest.Run(t, speechtest.Target{Name: "sim", New: newSim, Model: model("sim-speech", nil), Voice: "alloy"})
+				speechtest.Run(t, speechtest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("sim-speech", nil)}, Voice: "alloy"})
 			})
 			t.Run("voice", func(t *testing.T) {
-				voicetest.Run(t, voicetest.Target{Name: "sim", New: newSim, Model: model("sim-voice", nil), SampleURL: "https://samples.example/ada.wav"})
+				voicetest.Run(t, voicetest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("sim-voice", nil)},
+					SampleURL: "https://samples.example/ada.wav"})
 			})
 			t.Run("transcript", func(t *testing.T) {
 				transcripttest.Run(t, transcripttest.Target{Name: "sim", New: newSim, Model: model("sim-transcript", nil)})

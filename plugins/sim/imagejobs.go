@@ -134,7 +134,22 @@ func imageError(status int, msg string) *vendor.JobOutcome {
 	return images.Failed(status, ErrorBody("openai_chat", status, openaiErrorCode(status), msg))
 }
 
-// start runs what every call does before the job: a hang, a cut, a
+// started runs what every call does before its job (a hang, a cut, a
+// refusal) and, with wait, the job's latency: a non-nil outcome or error
+// is the call's answer.
+func started(ctx context.Context, timeout time.Duration, k JobKnobs, wait bool) (*vendor.JobOutcome, error) {
+	clk := newClock(ctx, timeout, 0)
+	defer clk.stop()
+	if out, err := startImage(clk, k); out != nil || err != nil {
+		return out, err
+	}
+	if wait {
+		return nil, clk.wait(k.Latency, false)
+	}
+	return nil, nil
+}
+
+// startImage runs what every call does before the job: a hang, a cut, a
 // refusal.
 func startImage(clk *clock, k JobKnobs) (*vendor.JobOutcome, error) {
 	if k.Hang {
@@ -223,13 +238,8 @@ func (v *Vendor) runImage(ctx context.Context, req *vendor.JobRequest) (*vendor.
 	if out != nil || err != nil {
 		return out, err
 	}
-	clk := newClock(ctx, req.Timeout, 0)
-	defer clk.stop()
-	if out, err := startImage(clk, k); out != nil || err != nil {
+	if out, err := started(ctx, req.Timeout, k, true); out != nil || err != nil {
 		return out, err
-	}
-	if err := clk.wait(k.Latency, false); err != nil {
-		return nil, err
 	}
 	return j.finish(), nil
 }
@@ -241,9 +251,7 @@ func (v *Vendor) submitImage(ctx context.Context, req *vendor.JobRequest) (*vend
 	if out != nil || err != nil {
 		return out, err
 	}
-	clk := newClock(ctx, req.Timeout, 0)
-	defer clk.stop()
-	if out, err := startImage(clk, k); out != nil || err != nil {
+	if out, err := started(ctx, req.Timeout, k, false); out != nil || err != nil {
 		return out, err
 	}
 	j.Start = time.Now().UnixMilli()

@@ -116,13 +116,8 @@ func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOu
 	if out != nil || err != nil {
 		return out, err
 	}
-	clk := newClock(ctx, req.Timeout, 0)
-	defer clk.stop()
-	if out, err := startImage(clk, k); out != nil || err != nil {
+	if out, err := started(ctx, req.Timeout, k, true); out != nil || err != nil {
 		return out, err
-	}
-	if err := clk.wait(k.Latency, false); err != nil {
-		return nil, err
 	}
 	if k.Fail != 0 {
 		return imageError(k.Fail, SimulatedError(k.Fail, "fail")), nil
@@ -170,9 +165,7 @@ func (v *Vendor) Submit(ctx context.Context, req *vendor.JobRequest) (*vendor.Jo
 	if !f.upstreamJob() {
 		return nil, &vendor.Failure{Kind: vendor.FailureConfig, Message: "sim: " + req.Family + " runs synchronously; there is no upstream job"}
 	}
-	clk := newClock(ctx, req.Timeout, 0)
-	defer clk.stop()
-	if out, err := startImage(clk, k); out != nil || err != nil {
+	if out, err := started(ctx, req.Timeout, k, false); out != nil || err != nil {
 		return out, err
 	}
 	ref := jobRef{Family: req.Family, Start: time.Now().UnixMilli(), Latency: k.Latency.Milliseconds()}

@@ -183,18 +183,25 @@ type Hold struct {
 	Want []vendor.Units
 }
 
-// Suite is a family's conformance cases against one plugin.
-type Suite struct {
-	// Name is the plugin's name in Describe; Spec the family's spec.
+// Target is a plugin under a family's suite.
+type Target struct {
+	// Name is the plugin's name in Describe.
 	Name string
-	Spec vendor.FamilySpec
-	// New returns the vendor under test, configured with Channel.
+	// New returns the vendor under test, configured with Channel ("main"
+	// when empty).
 	New     func(t *testing.T) vendor.Vendor
 	Channel string
-	// Operation and Model of the requests; Async for a family whose
-	// creates are always tasks.
+	// Model is the model the requests name.
+	Model vendor.JobModel
+}
+
+// Suite is a family's conformance cases against one plugin.
+type Suite struct {
+	Target
+	Spec vendor.FamilySpec
+	// Operation of the requests; Async for a family whose creates are
+	// always tasks.
 	Operation string
-	Model     vendor.JobModel
 	Async     bool
 	// Refusals are bodies Validate refuses with 400 invalid_request.
 	Refusals []Case

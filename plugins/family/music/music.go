@@ -68,49 +68,37 @@ type Field struct{ Name, Raw string }
 
 // Parse reads and validates a music request.
 func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-	body, bad := rules.Object(req.Body)
-	if bad != nil {
-		return nil, bad
-	}
 	r := &Request{}
-	body.ForEach(func(k, v gjson.Result) bool {
-		name := k.String()
-		if v.Type == gjson.Null {
-			return true
-		}
+	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
 		switch name {
-		case "model":
-			if v.Type != gjson.String {
-				bad = rules.Invalid("model must be a string.")
-			}
 		case "prompt", "lyrics":
 			if v.Type != gjson.String {
-				bad = rules.Invalid(name + " must be a string.")
-			} else if r.Prompt == "" || name == "lyrics" {
+				return rules.Invalid(name + " must be a string.")
+			}
+			if r.Prompt == "" || name == "lyrics" {
 				r.Prompt = v.Str
 			}
 		case "title":
 			if v.Type != gjson.String || rules.Chars(v.Str) > MaxTitle {
-				bad = rules.Invalid("title must be a string of at most " + strconv.Itoa(MaxTitle) + " characters.")
+				return rules.Invalid("title must be a string of at most " + strconv.Itoa(MaxTitle) + " characters.")
 			}
 			r.Title = v.Str
 		case "tags", "style":
 			if v.Type != gjson.String || rules.Chars(v.Str) > MaxTags {
-				bad = rules.Invalid(name + " must be a string of at most " + strconv.Itoa(MaxTags) + " characters.")
+				return rules.Invalid(name + " must be a string of at most " + strconv.Itoa(MaxTags) + " characters.")
 			}
 			r.Tags = v.Str
 		case "instrumental", "make_instrumental":
 			b, ok := rules.Boolean(v)
 			if !ok {
-				bad = rules.Invalid(name + " must be true or false; got " + v.Raw + ".")
+				return rules.Invalid(name + " must be true or false; got " + v.Raw + ".")
 			}
 			r.Instrumental = b
 		default:
 			r.Extra = append(r.Extra, Field{name, v.Raw})
 		}
-		return bad == nil
-	})
-	if bad != nil {
+		return nil
+	}); bad != nil {
 		return nil, bad
 	}
 	switch {
@@ -124,14 +112,9 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 
 // Plan validates a request and holds one generation.
 func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	if req.Family != "" && req.Family != Family {
-		return nil, &vendor.JobPlan{Error: rules.Invalid("not a music request (family " + req.Family + ").")}
-	}
-	r, err := Parse(req)
-	if err != nil {
-		return nil, &vendor.JobPlan{Error: err}
-	}
-	return r, &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: rules.TaskRecord(req).Bytes()}
+	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: rules.TaskRecord(req).Bytes()}
+	})
 }
 
 // Song is one song an upstream made: its audio (bytes, or a link the
@@ -149,9 +132,9 @@ type Song struct {
 // songs [{id, audio_url, title, duration}] (the gateway hosts each song
 // and writes its link) and expires_at; one generation settles.
 func Succeeded(req *vendor.JobRequest, r *Request, songs []Song) *vendor.JobOutcome {
-	out := &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
-		Headers: map[string]string{"content-type": "application/json"}, ExpiresSlot: "expires_at"}
-	items := make([]string, len(songs))
+	out := rules.Answer(nil)
+	out.ExpiresSlot = "expires_at"
+	items := make([]*rules.Record, len(songs))
 	for i, s := range songs {
 		title := s.Title
 		if title == "" {
@@ -162,11 +145,12 @@ func Succeeded(req *vendor.JobRequest, r *Request, songs []Song) *vendor.JobOutc
 			ct = "audio/mpeg"
 		}
 		id := req.TaskID + "-" + strconv.Itoa(i+1)
-		items[i] = string(rules.NewRecord().Str("id", id).Str("audio_url", "").Str("title", title).Float("duration", s.Duration).Bytes())
+		items[i] = rules.NewRecord().Str("id", id).Str("audio_url", "").Str("title", title).Float("duration", s.Duration)
 		out.Files = append(out.Files, vendor.ResultFile{Slot: "songs." + strconv.Itoa(i) + ".audio_url", ContentType: ct,
 			Name: id + ".mp3", Data: s.Data, URL: s.URL, Header: s.Header})
 	}
-	out.Body = rules.TaskRecord(req).Raw("songs", "["+strings.Join(items, ",")+"]").Raw("expires_at", "null").Bytes()
+	songsList := rules.List(len(items), func(i int) *rules.Record { return items[i] })
+	out.Body = rules.TaskRecord(req).Raw("songs", songsList).Raw("expires_at", "null").Bytes()
 	if len(songs) > 0 {
 		out.Units = []vendor.Units{{Count: 1}}
 	}

@@ -88,6 +88,44 @@ func Object(body []byte) (gjson.Result, *vendor.JobError) {
 	return r, nil
 }
 
+// Plan is a family's Validate: a request of another family, or one parse
+// refuses, is a refusal (nothing held); else hold says what it holds.
+func Plan[R any](req *vendor.JobRequest, family string, parse func(*vendor.JobRequest) (R, *vendor.JobError),
+	hold func(R) *vendor.JobPlan) (R, *vendor.JobPlan) {
+	var zero R
+	if req.Family != "" && req.Family != family {
+		return zero, &vendor.JobPlan{Error: Invalid("not a " + family + " request (family " + req.Family + ").")}
+	}
+	r, err := parse(req)
+	if err != nil {
+		return zero, &vendor.JobPlan{Error: err}
+	}
+	return r, hold(r)
+}
+
+// Fields walks a request body's members in body order: a null is an
+// omitted field and skipped, model must be a string, and fn reads every
+// other member; its first refusal stops the walk and is returned.
+func Fields(body []byte, fn func(name string, v gjson.Result) *vendor.JobError) *vendor.JobError {
+	obj, bad := Object(body)
+	if bad != nil {
+		return bad
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		switch name := k.String(); {
+		case v.Type == gjson.Null:
+		case name == "model":
+			if v.Type != gjson.String {
+				bad = Invalid("model must be a string.")
+			}
+		default:
+			bad = fn(name, v)
+		}
+		return bad == nil
+	})
+	return bad
+}
+
 // WholeNumber reads an integer: a JSON number with no fraction, or (a
 // multipart field) a string of digits.
 func WholeNumber(v gjson.Result) (int, bool) {
@@ -264,6 +302,25 @@ func (r *Record) Bytes() []byte { return append(r.b, '}') }
 func appendString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always marshals
 	return append(b, q...)
+}
+
+// List is a JSON array of n records, item(i) the i-th.
+func List(n int, item func(i int) *Record) string {
+	b := []byte{'['}
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, item(i).Bytes()...)
+	}
+	return string(append(b, ']'))
+}
+
+// Answer is a succeeded outcome whose answer is the JSON body, settling
+// units.
+func Answer(body []byte, units ...vendor.Units) *vendor.JobOutcome {
+	return &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
+		Headers: map[string]string{"content-type": "application/json"}, Body: body, Units: units}
 }
 
 // Quote is s as a JSON string.

@@ -52,37 +52,25 @@ type Field struct{ Name, Raw string }
 
 // Parse reads and validates a search.
 func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-	body, bad := rules.Object(req.Body)
-	if bad != nil {
-		return nil, bad
-	}
 	r := &Request{MaxResults: DefaultResults}
-	body.ForEach(func(k, v gjson.Result) bool {
-		if v.Type == gjson.Null {
-			return true
-		}
-		switch name := k.String(); name {
-		case "model":
-			if v.Type != gjson.String {
-				bad = rules.Invalid("model must be a string.")
-			}
+	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
+		switch name {
 		case "query":
 			if v.Type != gjson.String {
-				bad = rules.Invalid("query must be a string.")
+				return rules.Invalid("query must be a string.")
 			}
 			r.Query = v.Str
 		case "max_results":
 			n, ok := rules.WholeNumber(v)
 			if !ok || n < 1 || n > MaxResults {
-				bad = rules.Invalid("max_results must be a whole number from 1 to " + strconv.Itoa(MaxResults) + "; got " + v.Raw + ".")
+				return rules.Invalid("max_results must be a whole number from 1 to " + strconv.Itoa(MaxResults) + "; got " + v.Raw + ".")
 			}
 			r.MaxResults = n
 		default:
 			r.Extra = append(r.Extra, Field{name, v.Raw})
 		}
-		return bad == nil
-	})
-	if bad != nil {
+		return nil
+	}); bad != nil {
 		return nil, bad
 	}
 	switch q := strings.TrimSpace(r.Query); {
@@ -96,14 +84,9 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 
 // Plan validates a search and holds one call.
 func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	if req.Family != "" && req.Family != Family {
-		return nil, &vendor.JobPlan{Error: rules.Invalid("not a search request (family " + req.Family + ").")}
-	}
-	r, err := Parse(req)
-	if err != nil {
-		return nil, &vendor.JobPlan{Error: err}
-	}
-	return r, &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}}
+	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}}
+	})
 }
 
 // Result is one search result.
@@ -115,13 +98,9 @@ func Found(r *Request, results []Result) *vendor.JobOutcome {
 	if len(results) > r.MaxResults {
 		results = results[:r.MaxResults]
 	}
-	items := make([]string, len(results))
-	for i, x := range results {
-		items[i] = string(rules.NewRecord().Str("title", x.Title).Str("url", x.URL).Str("snippet", x.Snippet).Bytes())
-	}
-	return &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
-		Headers: map[string]string{"content-type": "application/json"},
-		Body: rules.NewRecord().Str("object", "search.results").Str("query", r.Query).
-			Raw("results", "["+strings.Join(items, ",")+"]").Bytes(),
-		Units: []vendor.Units{{Count: 1}}}
+	list := rules.List(len(results), func(i int) *rules.Record {
+		return rules.NewRecord().Str("title", results[i].Title).Str("url", results[i].URL).Str("snippet", results[i].Snippet)
+	})
+	return rules.Answer(rules.NewRecord().Str("object", "search.results").Str("query", r.Query).Raw("results", list).Bytes(),
+		vendor.Units{Count: 1})
 }

@@ -74,63 +74,50 @@ type Field struct{ Name, Raw string }
 
 // Parse reads and validates a speech request.
 func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-	body, bad := rules.Object(req.Body)
-	if bad != nil {
-		return nil, bad
-	}
 	r := &Request{Format: "mp3"}
-	body.ForEach(func(k, v gjson.Result) bool {
-		name := k.String()
-		if v.Type == gjson.Null {
-			return true
-		}
+	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
 		switch name {
-		case "model":
-			if v.Type != gjson.String {
-				bad = rules.Invalid("model must be a string.")
-			}
 		case "input":
 			if v.Type != gjson.String {
-				bad = rules.Invalid("input must be a string: the text to speak.")
+				return rules.Invalid("input must be a string: the text to speak.")
 			}
 			r.Input = v.Str
 		case "voice":
 			if v.Type != gjson.String || strings.TrimSpace(v.Str) == "" {
-				bad = rules.Invalid("voice must be a string: a preset voice or the id of a cloned one.")
+				return rules.Invalid("voice must be a string: a preset voice or the id of a cloned one.")
 			}
 			r.Voice = v.Str
 		case "response_format":
 			if _, ok := Formats[v.Str]; v.Type != gjson.String || !ok {
-				bad = rules.Invalid("response_format must be one of " + strings.Join(formatNames(), ", ") + "; got " + v.Raw + ".")
+				return rules.Invalid("response_format must be one of " + strings.Join(formatNames(), ", ") + "; got " + v.Raw + ".")
 			}
 			r.Format = v.Str
 		case "speed":
 			f, ok := rules.Number(v)
 			if !ok || f < 0.25 || f > 4 {
-				bad = rules.Invalid("speed must be a number from 0.25 to 4.0; got " + v.Raw + ".")
+				return rules.Invalid("speed must be a number from 0.25 to 4.0; got " + v.Raw + ".")
 			}
 			r.Speed = f
 		case "instructions":
 			if v.Type != gjson.String {
-				bad = rules.Invalid("instructions must be a string.")
+				return rules.Invalid("instructions must be a string.")
 			}
 			r.Instructions = v.Str
 		case "async":
 			b, ok := rules.Boolean(v)
 			if !ok {
-				bad = rules.Invalid("async must be true or false; got " + v.Raw + ".")
+				return rules.Invalid("async must be true or false; got " + v.Raw + ".")
 			}
 			r.Async = b
 		case "stream_format":
 			if v.Str != "audio" {
-				bad = rules.Invalid("stream_format: only audio is offered (the answer is the audio file).")
+				return rules.Invalid("stream_format: only audio is offered (the answer is the audio file).")
 			}
 		default:
 			r.Extra = append(r.Extra, Field{name, v.Raw})
 		}
-		return bad == nil
-	})
-	if bad != nil {
+		return nil
+	}); bad != nil {
 		return nil, bad
 	}
 	switch {
@@ -159,18 +146,13 @@ func formatNames() []string {
 
 // Plan validates a request and holds its characters.
 func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	if req.Family != "" && req.Family != Family {
-		return nil, &vendor.JobPlan{Error: rules.Invalid("not a speech request (family " + req.Family + ").")}
-	}
-	r, err := Parse(req)
-	if err != nil {
-		return nil, &vendor.JobPlan{Error: err}
-	}
-	plan := &vendor.JobPlan{Hold: []vendor.Units{{Count: rules.Chars(r.Input)}}}
-	if req.Async || r.Async {
-		plan.Record = rules.TaskRecord(req).Bytes()
-	}
-	return r, plan
+	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+		plan := &vendor.JobPlan{Hold: []vendor.Units{{Count: rules.Chars(r.Input)}}}
+		if req.Async || r.Async {
+			plan.Record = rules.TaskRecord(req).Bytes()
+		}
+		return plan
+	})
 }
 
 // Succeeded is the outcome of spoken audio: synchronously, the bytes with

@@ -65,23 +65,16 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 
 // Plan validates an extract and holds one call.
 func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	if req.Family != "" && req.Family != Family {
-		return nil, &vendor.JobPlan{Error: rules.Invalid("not a transcript request (family " + req.Family + ").")}
-	}
-	r, err := Parse(req)
-	if err != nil {
-		return nil, &vendor.JobPlan{Error: err}
-	}
-	return r, &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}}
+	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}}
+	})
 }
 
 // Extracted is the outcome of a script the upstream recognised: {text,
 // language, duration}, one call settled.
 func Extracted(text, language string, duration float64) *vendor.JobOutcome {
-	return &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
-		Headers: map[string]string{"content-type": "application/json"},
-		Body:    rules.NewRecord().Str("text", text).Str("language", language).Float("duration", duration).Bytes(),
-		Units:   []vendor.Units{{Count: 1}}}
+	return rules.Answer(rules.NewRecord().Str("text", text).Str("language", language).Float("duration", duration).Bytes(),
+		vendor.Units{Count: 1})
 }
 
 // NoSpeech is the outcome of a video without recognisable speech: the

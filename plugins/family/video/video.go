@@ -282,14 +282,9 @@ func (r *Request) checkModel(m vendor.JobModel) *vendor.JobError {
 // Plan validates a request and holds its seconds; its record is what the
 // submit answers.
 func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	if req.Family != "" && req.Family != Family {
-		return nil, &vendor.JobPlan{Error: rules.Invalid("not a video request (family " + req.Family + ").")}
-	}
-	r, err := Parse(req)
-	if err != nil {
-		return nil, &vendor.JobPlan{Error: err}
-	}
-	return r, &vendor.JobPlan{Hold: []vendor.Units{{Tier: r.Tier, Count: int64(r.Duration)}}, Record: Record(req, r)}
+	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Tier: r.Tier, Count: int64(r.Duration)}}, Record: Record(req, r)}
+	})
 }
 
 // Record is the task's record while it runs: {id, status, model,

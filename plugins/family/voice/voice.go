@@ -72,39 +72,27 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 	if len(raw) == 0 && len(req.Files) > 0 {
 		raw = []byte("{}")
 	}
-	body, bad := rules.Object(raw)
-	if bad != nil {
-		return nil, bad
-	}
 	r := &Request{}
-	body.ForEach(func(k, v gjson.Result) bool {
-		if v.Type == gjson.Null {
-			return true
-		}
-		switch k.String() {
+	if bad := rules.Fields(raw, func(name string, v gjson.Result) *vendor.JobError {
+		switch name {
 		case "name":
 			if v.Type != gjson.String {
-				bad = rules.Invalid("name must be a string.")
+				return rules.Invalid("name must be a string.")
 			}
 			r.Name = strings.TrimSpace(v.Str)
 		case "description":
 			if v.Type != gjson.String {
-				bad = rules.Invalid("description must be a string.")
+				return rules.Invalid("description must be a string.")
 			}
 			r.Description = v.Str
 		case "audio_url", "url":
 			if v.Type != gjson.String || !rules.HTTPURL(v.Str) {
-				bad = rules.Invalid("audio_url must be a public http(s) link to the voice sample.")
+				return rules.Invalid("audio_url must be a public http(s) link to the voice sample.")
 			}
 			r.AudioURL = v.Str
-		case "model":
-			if v.Type != gjson.String {
-				bad = rules.Invalid("model must be a string.")
-			}
 		}
-		return bad == nil
-	})
-	if bad != nil {
+		return nil
+	}); bad != nil {
 		return nil, bad
 	}
 	for i := range req.Files {
@@ -140,14 +128,9 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 
 // Plan validates a clone and holds one call.
 func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	if req.Family != "" && req.Family != Family {
-		return nil, &vendor.JobPlan{Error: rules.Invalid("not a voice request (family " + req.Family + ").")}
-	}
-	r, err := Parse(req)
-	if err != nil {
-		return nil, &vendor.JobPlan{Error: err}
-	}
-	return r, &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: record(req, r).Bytes()}
+	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: record(req, r).Bytes()}
+	})
 }
 
 func record(req *vendor.JobRequest, r *Request) *rules.Record {
@@ -166,9 +149,9 @@ func record(req *vendor.JobRequest, r *Request) *rules.Record {
 // the upstream's own voice id as the task's reference (what later calls
 // use), one call settled.
 func Cloned(req *vendor.JobRequest, r *Request, upstreamVoice string) *vendor.JobOutcome {
-	return &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK, UpstreamRef: upstreamVoice,
-		Headers: map[string]string{"content-type": "application/json"}, Body: record(req, r).Bytes(),
-		Units: []vendor.Units{{Count: 1}}}
+	out := rules.Answer(record(req, r).Bytes(), vendor.Units{Count: 1})
+	out.UpstreamRef = upstreamVoice
+	return out
 }
 
 // Preset is a platform voice.
@@ -176,11 +159,7 @@ type Preset struct{ ID, Name string }
 
 // Presets is the answer a list merges: {presets: [{id, name}]}.
 func Presets(ps []Preset) *vendor.JobOutcome {
-	items := make([]string, len(ps))
-	for i, p := range ps {
-		items[i] = string(rules.NewRecord().Str("id", p.ID).Str("name", p.Name).Bytes())
-	}
-	return &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
-		Headers: map[string]string{"content-type": "application/json"},
-		Body:    rules.NewRecord().Raw("presets", "["+strings.Join(items, ",")+"]").Bytes()}
+	return rules.Answer(rules.NewRecord().Raw("presets", rules.List(len(ps), func(i int) *rules.Record {
+		return rules.NewRecord().Str("id", ps[i].ID).Str("name", ps[i].Name)
+	})).Bytes())
 }

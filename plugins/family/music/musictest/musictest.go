@@ -13,18 +13,12 @@ import (
 )
 
 // Target is the music plugin under test.
-type Target struct {
-	Name    string
-	New     func(t *testing.T) vendor.Vendor
-	Channel string
-	Model   vendor.JobModel
-}
+type Target = familytest.Target
 
 // Run runs the suite.
 func Run(t *testing.T, tg Target) {
 	s := &familytest.Suite{
-		Name: tg.Name, Spec: music.Spec(), New: tg.New, Channel: tg.Channel, Operation: music.OpGenerations,
-		Model: tg.Model, Async: true,
+		Target: tg, Spec: music.Spec(), Operation: music.OpGenerations, Async: true,
 		Refusals: []familytest.Case{
 			{Desc: "no prompt", Body: `{"title":"t"}`},
 			{Desc: "empty prompt", Body: `{"prompt":" "}`},

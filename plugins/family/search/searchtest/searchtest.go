@@ -13,17 +13,12 @@ import (
 )
 
 // Target is the search plugin under test.
-type Target struct {
-	Name    string
-	New     func(t *testing.T) vendor.Vendor
-	Channel string
-	Model   vendor.JobModel
-}
+type Target = familytest.Target
 
 // Run runs the suite.
 func Run(t *testing.T, tg Target) {
 	s := &familytest.Suite{
-		Name: tg.Name, Spec: search.Spec(), New: tg.New, Channel: tg.Channel, Operation: search.OpSearch, Model: tg.Model,
+		Target: tg, Spec: search.Spec(), Operation: search.OpSearch,
 		Refusals: []familytest.Case{
 			{Desc: "no query", Body: `{}`},
 			{Desc: "empty query", Body: `{"query":"  "}`},

@@ -14,10 +14,7 @@ import (
 
 // Target is the speech plugin under test.
 type Target struct {
-	Name    string
-	New     func(t *testing.T) vendor.Vendor
-	Channel string
-	Model   vendor.JobModel
+	familytest.Target
 	// Voice is a preset voice the upstream speaks with.
 	Voice string
 }
@@ -26,7 +23,7 @@ type Target struct {
 func Run(t *testing.T, tg Target) {
 	v := `"voice":"` + tg.Voice + `"`
 	s := &familytest.Suite{
-		Name: tg.Name, Spec: speech.Spec(), New: tg.New, Channel: tg.Channel, Operation: speech.OpSpeech, Model: tg.Model,
+		Target: tg.Target, Spec: speech.Spec(), Operation: speech.OpSpeech,
 		Refusals: []familytest.Case{
 			{Desc: "no input", Body: `{` + v + `}`},
 			{Desc: "no voice", Body: `{"input":"hello"}`},

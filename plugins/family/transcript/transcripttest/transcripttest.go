@@ -14,17 +14,12 @@ import (
 )
 
 // Target is the transcript plugin under test.
-type Target struct {
-	Name    string
-	New     func(t *testing.T) vendor.Vendor
-	Channel string
-	Model   vendor.JobModel
-}
+type Target = familytest.Target
 
 // Run runs the suite.
 func Run(t *testing.T, tg Target) {
 	s := &familytest.Suite{
-		Name: tg.Name, Spec: transcript.Spec(), New: tg.New, Channel: tg.Channel, Operation: transcript.OpExtract, Model: tg.Model,
+		Target: tg, Spec: transcript.Spec(), Operation: transcript.OpExtract,
 		Refusals: []familytest.Case{
 			{Desc: "no url", Body: `{}`},
 			{Desc: "url not a string", Body: `{"url":5}`},

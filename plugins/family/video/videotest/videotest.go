@@ -17,19 +17,17 @@ import (
 
 // Target is the video plugin under test.
 type Target struct {
-	Name    string
-	New     func(t *testing.T) vendor.Vendor
-	Channel string
-	// Model is a flat per-second model with max_duration = 10; Tiered,
-	// if set, one priced per second by resolution (480p, 720p).
-	Model, Tiered vendor.JobModel
+	familytest.Target
+	// Tiered, if set, is a model priced per second by resolution (480p,
+	// 720p); Model a flat per-second one with max_duration = 10.
+	Tiered vendor.JobModel
 }
 
 // Run runs the suite.
 func Run(t *testing.T, tg Target) {
 	s := &familytest.Suite{
-		Name: tg.Name, Spec: video.Spec(), New: tg.New, Channel: tg.Channel, Operation: video.OpGenerations,
-		Model: tg.Model, Async: true,
+		Target: tg.Target, Spec: video.Spec(), Operation: video.OpGenerations,
+		Async: true,
 		Refusals: []familytest.Case{
 			{Desc: "no prompt", Body: `{"model":"m"}`},
 			{Desc: "prompt not a string", Body: `{"prompt":5}`},

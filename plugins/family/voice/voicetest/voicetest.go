@@ -14,10 +14,7 @@ import (
 
 // Target is the voice plugin under test.
 type Target struct {
-	Name    string
-	New     func(t *testing.T) vendor.Vendor
-	Channel string
-	Model   vendor.JobModel
+	familytest.Target
 	// SampleURL is a voice sample the upstream can fetch.
 	SampleURL string
 }
@@ -29,7 +26,7 @@ func Run(t *testing.T, tg Target) {
 	}
 	u := `"audio_url":"` + tg.SampleURL + `"`
 	s := &familytest.Suite{
-		Name: tg.Name, Spec: voice.Spec(), New: tg.New, Channel: tg.Channel, Operation: voice.OpClone, Model: tg.Model,
+		Target: tg.Target, Spec: voice.Spec(), Operation: voice.OpClone,
 		Refusals: []familytest.Case{
 			{Desc: "no name", Body: `{` + u + `}`},
 			{Desc: "no sample", Body: `{"name":"Ada"}`},
@@ -68,7 +65,7 @@ func Run(t *testing.T, tg Target) {
 			t.Fatal("a voice plugin answers its presets (vendor.JobReader)")
 		}
 		out, err := rd.Read(familytest.Ctx(t), &vendor.JobRequest{Family: voice.Family, Operation: voice.OpPresets,
-			Channel: tg.Channel, Model: tg.Model, Body: []byte(`{}`)})
+			Channel: tg.Channel, Body: []byte(`{}`)})
 		if err != nil || out.Error != nil || len(gjson.GetBytes(out.Body, "presets").Array()) == 0 ||
 			gjson.GetBytes(out.Body, "presets.0.id").Str == "" {
 			t.Fatalf("presets %+v %v", out, err)
