@@ -114,7 +114,8 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 		}
 		c.ModelID = m.Str
 	}
-	if c.ModelID == "" {
+	implied := c.ModelID == "" && first.Route.Model != ""
+	if implied {
 		c.ModelID = first.Route.Model // a route that names its own model
 	}
 	if c.ModelID == "" {
@@ -136,7 +137,9 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 		return apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", c.ModelID)
 	}
 	c.Model = m
-	if !Allowed(c.Key, m) {
+	// A gated route's implied model needs no allowlist entry of its own:
+	// the gate is what the key must be allowed (editing's recognition).
+	if !Allowed(c.Key, m) && !(implied && first.Route.Gate != "") {
 		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", c.ModelID)
 	}
 	i := slices.IndexFunc(j.Routes, func(r JobRoute) bool { return r.Spec.Name == m.Family })

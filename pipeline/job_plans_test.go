@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,32 @@ func TestEachVendorPlansItsOwnChannels(t *testing.T) {
 	}
 	if jobber.validates != 1 || runner.validates != 1 {
 		t.Fatalf("each vendor plans once: %d, %d", jobber.validates, runner.validates)
+	}
+}
+
+// A route that names its own model (no model in the body) and a gate: the
+// key must be allowed the gate, not the implied model; any route with a
+// gate refuses a key without it.
+func TestGatedRouteWithAnImpliedModel(t *testing.T) {
+	cfg := &config.Config{
+		Models: []config.Model{{ID: "clip-compose", Family: "clip"}, {ID: "clip-subtitle", Family: "subtitle"}},
+		Channels: []config.Channel{{Name: "ch", Vendor: "sim", Families: []string{"clip", "subtitle"},
+			Models: []string{"clip-compose", "clip-subtitle"}}},
+	}
+	spec := &vendor.FamilySpec{Name: "subtitle"}
+	admit := func(allowed ...string) error {
+		r, _ := http.NewRequest(http.MethodPost, "/v1/videos/clip-subtitles", nil)
+		r.Header.Set("Content-Type", "application/json")
+		c := &Call{Request: r, Body: []byte(`{"video_url":"https://v/1.mp4"}`), Account: &store.Account{ID: "a"},
+			Key: &store.Key{RestrictModels: true, AllowedModels: allowed},
+			Job: &Job{Routes: []JobRoute{{Spec: spec, Route: vendor.FamilyRoute{Kind: vendor.RouteCreate,
+				Model: "clip-subtitle", Gate: "clip-compose"}}}}}
+		return (&allowlistStage{cfg: cfg}).admitJob(context.Background(), c)
+	}
+	if err := admit("clip-compose"); err != nil {
+		t.Fatalf("a key allowed the gate: %v", err)
+	}
+	if err := admit("clip-subtitle"); err == nil || !strings.Contains(err.Error(), "clip-compose") {
+		t.Fatalf("a key without the gate: %v", err)
 	}
 }

@@ -117,7 +117,8 @@ type FamilyRoute struct {
 	// caller's account (the gateway resolves them: JobRequest.Refs).
 	Refs []RefField
 	// Gate is a model the key's allowlist must permit for this route
-	// (a helper route of a family, such as the editing templates).
+	// (a helper route of a family, such as the editing templates); a
+	// create whose model is the route's implied one needs the gate only.
 	Gate string
 	// List overrides the family's list vocabulary on a list route.
 	List *ListSpec
