@@ -31,7 +31,10 @@ type LedgerEntry struct {
 	AccountID string     `json:"account_id"`
 	Amount    money.Nano `json:"amount"`
 	Note      string     `json:"note"`
-	CreatedAt time.Time  `json:"created_at"`
+	// OrderID is the card top-up that caused it (its credit, or a
+	// refund's debit); "" for a sign-up credit or an operator's.
+	OrderID   string    `json:"order_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Accounts is the role of accounts (organizations) and their ledgers.

@@ -73,6 +73,14 @@ const (
 	pSignIn     = "signin/"     // signin/{subject}                      -> failed sign-ins (JSON)
 )
 
+// The card top-ups' records (orders.go).
+const (
+	pOrder     = "order/"     // order/{order}                          -> order (JSON)
+	pOrderAcct = "orderacct/" // orderacct/{account}\x00{ts:12}{order}  -> empty: an account's orders by time
+	pOrderAll  = "orderall/"  // orderall/{ts:12}{order}                -> empty: every order by time
+	pOrderRef  = "orderref/"  // orderref/{session or payment id}       -> order id
+)
+
 const sep = 0x00
 
 // tsLen is the width of an encoded time: seconds (8, sign bit flipped so

@@ -31,6 +31,7 @@ const (
 	kindAccount byte = 'a'
 	kindCredit  byte = 'c'
 	kindFinish  byte = 'f' // a settlement that also ends its task (tasks.go)
+	kindOrder   byte = 'o' // a credit (or none) that also writes its order (orders.go)
 )
 
 // defaultApplyDelay is how long moves gather before Badger gets them: a
@@ -53,6 +54,9 @@ type books struct {
 	keyHeld   map[string]money.Nano
 	spent     map[string]money.Nano
 	unapplied map[string]int
+	// orders are the orders with a write journaled but not yet in Badger
+	// (orders.go): Badger holds the others as they are.
+	orders map[string]*bookedOrder
 
 	applied   atomic.Uint64 // last record Badger has
 	appliedMu sync.Mutex
@@ -89,6 +93,8 @@ type entry struct {
 	taskID    string // kindFinish: the task ended, its record and result body
 	taskVal   []byte
 	taskBody  []byte
+	order     *store.Order // kindOrder: the order written, and its JSON
+	orderVal  []byte
 }
 
 func newBooks(delay time.Duration) *books {
@@ -98,6 +104,7 @@ func newBooks(delay time.Duration) *books {
 	return &books{
 		wallets: map[string]*store.Wallet{}, holds: map[string]store.Hold{},
 		keyHeld: map[string]money.Nano{}, spent: map[string]money.Nano{}, unapplied: map[string]int{},
+		orders:   map[string]*bookedOrder{},
 		caughtUp: make(chan struct{}),
 		work:     make(chan struct{}, 1), urge: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), delay: delay,
@@ -452,7 +459,7 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 	case err == nil:
 		err = store.ErrExists
 	case errors.Is(err, store.ErrNotFound):
-		err = s.ledgerEntry(e, note)
+		err = s.ledgerEntry(e, note, "")
 	}
 	if err == nil {
 		p := enc{make([]byte, 0, 32+len(e.acctVal)+len(e.ledger))}
@@ -480,6 +487,15 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 	if err := checkID("account", accountID); err != nil {
 		return store.Wallet{}, err
 	}
+	return s.credit(ctx, &entry{kind: kindCredit, account: accountID, amount: amount}, note, nil)
+}
+
+// credit moves e.amount into e.account's wallet with its ledger entry, in
+// one journal record: the one path of every credit, an operator's or a
+// top-up's. A kindOrder entry also carries its order's write, which check
+// decides under the books' lock (the order's compare-and-set); such an
+// entry may move no money, and then has no ledger entry.
+func (s *Store) credit(ctx context.Context, e *entry, note string, check func() error) (store.Wallet, error) {
 	if err := s.refuseMoves(); err != nil {
 		return store.Wallet{}, err
 	}
@@ -487,22 +503,31 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 		return store.Wallet{}, err
 	}
 	defer s.mu.RUnlock()
-	e := &entry{kind: kindCredit, account: accountID, amount: amount}
 	b := s.books
-	w, err := s.lockWallet(accountID)
+	w, err := s.lockWallet(e.account)
+	if err == nil && check != nil {
+		err = check()
+	}
 	var next store.Wallet
 	if err == nil {
-		next, err = moved(*w, amount, 0)
+		next, err = moved(*w, e.amount, 0)
+	}
+	if err == nil && (e.kind == kindCredit || e.amount != 0) {
+		orderID := ""
+		if e.order != nil {
+			orderID = e.order.ID
+		}
+		err = s.ledgerEntry(e, note, orderID)
 	}
 	if err == nil {
-		err = s.ledgerEntry(e, note)
-	}
-	if err == nil {
-		p := enc{make([]byte, 0, 32+len(accountID)+len(e.ledger))}
-		p.str(accountID)
-		p.int(int64(amount))
+		p := enc{make([]byte, 0, 48+len(e.account)+len(e.ledger)+len(e.orderVal))}
+		p.str(e.account)
+		p.int(int64(e.amount))
 		p.uint(e.ledgID)
 		p.bytes(e.ledger)
+		if e.kind == kindOrder {
+			p.bytes(e.orderVal)
+		}
 		err = b.record(e, p.b)
 	}
 	if err != nil {
@@ -510,6 +535,9 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 		return store.Wallet{}, err
 	}
 	*w = next
+	if e.kind == kindOrder {
+		b.orderJournaled(e.order)
+	}
 	out := next
 	b.mu.Unlock()
 	if err := s.settled(ctx, e.seq, 0); err != nil {
@@ -520,7 +548,7 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 
 // ledgerEntry numbers and encodes the ledger entry of a credit; none for
 // an opening credit of 0.
-func (s *Store) ledgerEntry(e *entry, note string) error {
+func (s *Store) ledgerEntry(e *entry, note, orderID string) error {
 	if e.kind == kindAccount && e.amount == 0 {
 		return nil
 	}
@@ -528,7 +556,7 @@ func (s *Store) ledgerEntry(e *entry, note string) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(store.LedgerEntry{ID: id, AccountID: e.account, Amount: e.amount, Note: note, CreatedAt: time.Now().UTC()})
+	v, err := json.Marshal(store.LedgerEntry{ID: id, AccountID: e.account, Amount: e.amount, Note: note, OrderID: orderID, CreatedAt: time.Now().UTC()})
 	e.ledgID, e.ledger = id, v
 	return err
 }
@@ -756,12 +784,17 @@ func (s *Store) commitEntries(es []*entry) error {
 			if err == nil && e.ledger != nil {
 				err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
 			}
-		case kindCredit:
-			var w *store.Wallet
-			if w, err = wallet(e.account); err == nil {
-				if *w, err = moved(*w, e.amount, 0); err == nil {
-					err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
+		case kindCredit, kindOrder:
+			if e.amount != 0 || e.kind == kindCredit {
+				var w *store.Wallet
+				if w, err = wallet(e.account); err == nil {
+					if *w, err = moved(*w, e.amount, 0); err == nil {
+						err = txn.Set(ledgerKey(e.account, e.ledgID), e.ledger)
+					}
 				}
+			}
+			if err == nil && e.kind == kindOrder {
+				err = writeOrder(txn, e.order, e.orderVal)
 			}
 		default:
 			err = fmt.Errorf("badgerstore: unknown journal record kind %q", e.kind)
@@ -883,8 +916,15 @@ func replayEntry(r record) (*entry, error) {
 		if len(e.ledger) == 0 {
 			e.ledger = nil
 		}
-	case kindCredit:
+	case kindCredit, kindOrder:
 		e.account, e.amount, e.ledgID, e.ledger = d.str(), money.Nano(d.int()), d.uint(), d.bytes()
+		if r.kind == kindOrder {
+			e.orderVal = d.bytes()
+			e.order = new(store.Order)
+			if err := json.Unmarshal(e.orderVal, e.order); err != nil {
+				return nil, fmt.Errorf("badgerstore: journaled order: %w", err)
+			}
+		}
 	default:
 		return nil, fmt.Errorf("badgerstore: unknown journal record kind %q", r.kind)
 	}

@@ -54,6 +54,9 @@ func (b *books) closed(h store.Hold, charge money.Nano) {
 // inBadger notes that es are in Badger; b.mu is held.
 func (b *books) inBadger(es []*entry) {
 	for _, e := range es {
+		if e.kind == kindOrder {
+			b.orderApplied(e.order.ID)
+		}
 		if (e.kind == kindSettle || e.kind == kindFinish) && e.keyID != "" && e.charge != 0 {
 			if n := b.unapplied[e.keyID] - 1; n > 0 {
 				b.unapplied[e.keyID] = n

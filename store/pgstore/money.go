@@ -57,6 +57,17 @@ func (s *Store) GetWallet(ctx context.Context, accountID string) (store.Wallet, 
 	return w, s.fail(err)
 }
 
+// creditSQL is the wallet's one credit path, an operator's credit or a
+// top-up's: w adds $2 to the balance of the account src names, l writes
+// its ledger entry ($3 note, $4 time) naming src's order ('' for none).
+const creditSQL = `w AS (
+		UPDATE wallets SET balance = balance + $2 FROM src WHERE wallets.account_id = src.account_id
+		RETURNING balance, held
+	), l AS (
+		INSERT INTO ledger (account_id, amount, note, created_at, order_id)
+		SELECT src.account_id, $2, $3, $4, src.order_id FROM src, w
+	)`
+
 // Credit adds amount (negative for a correction) to the balance, with its
 // ledger entry, in one statement.
 func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano, note string) (store.Wallet, error) {
@@ -71,11 +82,7 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 	}
 	w := store.Wallet{AccountID: accountID}
 	err := s.pool.QueryRow(ctx, `
-		WITH w AS (
-			UPDATE wallets SET balance = balance + $2 WHERE account_id = $1 RETURNING balance, held
-		), l AS (
-			INSERT INTO ledger (account_id, amount, note, created_at) SELECT $1, $2, $3, $4 FROM w
-		)
+		WITH src AS (SELECT $1::text AS account_id, ''::text AS order_id), `+creditSQL+`
 		SELECT balance, held FROM w`,
 		accountID, int64(amount), txt(note), ns(time.Now())).Scan((*int64)(&w.Balance), (*int64)(&w.Held))
 	return w, s.fail(err)

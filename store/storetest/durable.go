@@ -42,6 +42,11 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 	putPages(t, s, "kb", store.Page{ID: "p1", Title: "One", Tags: []string{"t"}}, store.Page{ID: "p2", Links: []string{"one"}})
 	kbVersion, err := s.PageVersion(ctx)
 	mustNil(t, "page version", err)
+	newAccount(t, s, "buyer", 0)
+	mustNil(t, "create order", s.CreateOrder(ctx, topUp("buyer", "o-1", 1)))
+	paid := getOrder(t, s, "o-1")
+	paid.Status, paid.PaymentID = store.OrderPaid, "pi_1"
+	mustNil(t, "pay order", s.UpdateOrder(ctx, &paid, paid.Credits, "top-up"))
 	mustNil(t, "close", s.Close())
 
 	lastRow, lastLedger := first.ID, ledger[len(ledger)-1].ID
@@ -75,6 +80,14 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 			t.Fatalf("page version after reopen = %d, %v; want %d", v, err, kbVersion+uint64(round))
 		}
 		same(t, "backlinks after reopen", backlinks(t, s, "p1"), []string{"p2"})
+		same(t, "order after reopen", getOrder(t, s, "o-1"), paid)
+		if o, err := s.OrderByRef(ctx, "pi_1"); err != nil || o.ID != "o-1" {
+			t.Fatalf("order by payment after reopen: %+v, %v", o, err)
+		}
+		wantWallet(t, s, "buyer", paid.Credits, 0)
+		if l, err := s.ListLedger(ctx, "buyer"); err != nil || len(l) != 1 || l[0].OrderID != "o-1" {
+			t.Fatalf("the buyer's ledger after reopen: %+v, %v", l, err)
+		}
 		putPages(t, s, "kb", store.Page{ID: "p3", Title: fmt.Sprint(round)}) // numbers go on after a reopen
 
 		r := rowFor(hold("a", "after-reopen", 0), 0)

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("agents", func(t *testing.T) { RunAgents(t, open) })
 	t.Run("users", func(t *testing.T) { RunUsers(t, open) })
 	t.Run("sessions", func(t *testing.T) { RunSessions(t, open) })
+	t.Run("orders", func(t *testing.T) { RunOrders(t, open) })
 	t.Run("cancelled context", func(t *testing.T) { t.Parallel(); testCancelled(t, open(t)) })
 	t.Run("closed", func(t *testing.T) { t.Parallel(); testClosed(t, open(t)) })
 }
