@@ -26,7 +26,7 @@ type bookedOrder struct {
 	queued int
 }
 
-func orderKey(id string) []byte    { return strKey(pOrder, id) }
+func orderKey(id string) []byte     { return strKey(pOrder, id) }
 func orderRefKey(ref string) []byte { return strKey(pOrderRef, ref) }
 
 // orderJournaled books a journaled write of o; b.mu is held.

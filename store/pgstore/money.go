@@ -59,7 +59,7 @@ func (s *Store) GetWallet(ctx context.Context, accountID string) (store.Wallet, 
 
 // creditSQL is the wallet's one credit path, an operator's credit or a
 // top-up's: w adds $2 to the balance of the account src names, l writes
-// its ledger entry ($3 note, $4 time) naming src's order ('' for none).
+// its ledger entry ($3 note, $4 time) naming src's order (” for none).
 const creditSQL = `w AS (
 		UPDATE wallets SET balance = balance + $2 FROM src WHERE wallets.account_id = src.account_id
 		RETURNING balance, held
