@@ -52,6 +52,8 @@ type Order struct {
 	PaymentID string `json:"payment_id,omitempty"`
 	// PaymentURL is the processor's page where the order is paid.
 	PaymentURL string `json:"payment_url,omitempty"`
+	// ReceiptURL is the processor's receipt of a paid order.
+	ReceiptURL string `json:"receipt_url,omitempty"`
 	// Awaiting: the checkout is done and its payment is on its way (a
 	// bank debit); the order is still pending.
 	Awaiting bool `json:"awaiting,omitempty"`

@@ -27,6 +27,8 @@ type Config struct {
 	Accounts Accounts
 	// Console is the `console {}` block: the web console.
 	Console Console
+	// Billing is the `billing {}` block: card top-ups.
+	Billing Billing
 	// Telemetry is the `telemetry {}` block: OpenTelemetry traces.
 	Telemetry Telemetry
 	// Disabled names the channels written with `enabled = false`: checked
@@ -430,6 +432,78 @@ type Console struct {
 	Listen string
 	// SessionTTL is how long a sign-in lasts; default DefaultSessionTTL.
 	SessionTTL time.Duration
+}
+
+// Billing is the `billing {}` block: top-ups by card at the console's
+// billing page, through a payment processor. A config file without the
+// block takes no card payments; the embedded default takes them through
+// the simulated processor.
+type Billing struct {
+	// Enabled takes card top-ups (a billing block turns it on unless it
+	// says enabled = false).
+	Enabled bool
+	// Processor is ProcessorStripe (Stripe Checkout) or ProcessorSim (a
+	// simulated Stripe the gateway runs itself, for demos and tests).
+	Processor string
+	// SecretKey is the processor's API key (Stripe: sk_live_..., or a
+	// restricted key rk_... with Checkout Sessions and PaymentIntents
+	// write); write it as env("STRIPE_SECRET_KEY").
+	SecretKey string
+	// WebhookSecret is the signing secret of the webhook endpoint
+	// (Stripe: whsec_...); write it as env("STRIPE_WEBHOOK_SECRET").
+	WebhookSecret string
+	// WebhookPath is where the processor posts its events, on the main
+	// listener; default DefaultWebhookPath.
+	WebhookPath string
+	// WebhookTolerance is how old an event's signature may be; default
+	// five minutes (Stripe's own).
+	WebhookTolerance time.Duration
+	// Currency is what the processor charges in, lower-case ISO 4217;
+	// default "usd".
+	Currency string
+	// CreditsPerUnit is how many credits one unit of Currency buys;
+	// default 1.
+	CreditsPerUnit money.Nano
+	// Minimum is the smallest top-up, in credits; default the spec's
+	// 404.4. Maximum the largest (0: what the processor takes in one
+	// payment).
+	Minimum, Maximum money.Nano
+	// Presets are the amounts the page offers, in credits; default the
+	// minimum, 1000 and 2500.
+	Presets []money.Nano
+	// APIURL is the processor's API address; empty is Stripe's own. Set
+	// it to reach a Stripe-compatible test server.
+	APIURL string
+	// SimListen is where the simulated processor (ProcessorSim) serves
+	// its API and its payment pages; default "127.0.0.1:0", a free port.
+	SimListen string
+}
+
+// The billing processors.
+const (
+	ProcessorStripe = "stripe"
+	ProcessorSim    = "sim"
+)
+
+// Billing defaults.
+const (
+	DefaultWebhookPath      = "/billing/webhook"
+	DefaultWebhookTolerance = 5 * time.Minute
+	DefaultCurrency         = "usd"
+	DefaultSimListen        = "127.0.0.1:0"
+)
+
+// DefaultMinimumTopUp is the spec's minimum top-up (404.4).
+var DefaultMinimumTopUp = money.MustParse("404.4")
+
+// DefaultBilling is the billing block's settings before a file sets any.
+func DefaultBilling() Billing {
+	return Billing{
+		Processor: ProcessorStripe, WebhookPath: DefaultWebhookPath, WebhookTolerance: DefaultWebhookTolerance,
+		Currency: DefaultCurrency, CreditsPerUnit: money.Credits(1), Minimum: DefaultMinimumTopUp,
+		Presets:   []money.Nano{DefaultMinimumTopUp, money.Credits(1000), money.Credits(2500)},
+		SimListen: DefaultSimListen,
+	}
 }
 
 // DefaultSessionTTL is console.session_ttl when it is not written.

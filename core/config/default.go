@@ -33,6 +33,7 @@ func Default(env func(string) string) *Config {
 		Limits:   Limits{RPM: 600, Concurrency: 64},
 		Accounts: Accounts{SignupCredit: DefaultSignupCredit, Signup: SignupOpen},
 		Console:  Console{Enabled: true, SessionTTL: DefaultSessionTTL},
+		Billing:  simBilling(),
 		Models: []Model{
 			chatModel("sim-chat", 8192, 8192, DefaultModelTimeout, price("0.10", "0.40", "0.025", ""),
 				Caps{Tools: []string{"web_search", "image_generation"}, Vision: true}),
@@ -97,6 +98,14 @@ func Default(env func(string) string) *Config {
 	cfg.KnowledgeBases = []KnowledgeBase{{ID: "default", Name: "Tollgate documentation", Docs: BuiltinDocs}}
 	cfg.index()
 	return cfg
+}
+
+// simBilling takes card top-ups through the simulated processor, so the
+// whole top-up shows without a processor's account (docs/billing.md).
+func simBilling() Billing {
+	b := DefaultBilling()
+	b.Enabled, b.Processor = true, ProcessorSim
+	return b
 }
 
 // simImageModels are the demo image models, one per rule of the spec's

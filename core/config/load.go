@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"net/url"
 	"os"
 	"regexp"
@@ -177,6 +178,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "stage", LabelNames: []string{"name"}},
 	{Type: "accounts"},
 	{Type: "console"},
+	{Type: "billing"},
 	{Type: "knowledge_base", LabelNames: []string{"id"}},
 	{Type: "telemetry"},
 }}
@@ -187,13 +189,14 @@ func (d *decoder) file(body hcl.Body) *Config {
 		Store:    Store{Kind: storeKindBadger, Dir: DefaultStoreDir},
 		Accounts: Accounts{SignupCredit: DefaultSignupCredit, Signup: SignupClosed},
 		Console:  Console{SessionTTL: DefaultSessionTTL},
+		Billing:  DefaultBilling(),
 	}
 	content := d.content(body, fileSchema, "")
 	byType := map[string][]*hcl.Block{}
 	for _, b := range content.Blocks {
 		byType[b.Type] = append(byType[b.Type], b)
 	}
-	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "console", "telemetry"} {
+	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "console", "billing", "telemetry"} {
 		blocks := byType[typ]
 		for _, extra := range blocks[min(1, len(blocks)):] {
 			d.errorf(extra.DefRange, "", "duplicate %s block (the first is at %s)", typ, at(blocks[0].DefRange))
@@ -216,6 +219,9 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 	if b := first(byType["console"]); b != nil {
 		d.console(b, &cfg.Console)
+	}
+	if b := first(byType["billing"]); b != nil {
+		d.billing(b, &cfg.Billing)
 	}
 	if b := first(byType["telemetry"]); b != nil {
 		d.telemetry(b, &cfg.Telemetry)
@@ -782,6 +788,105 @@ func (d *decoder) console(b *hcl.Block, c *Console) {
 		d.duration(a, where, &c.SessionTTL)
 		if c.SessionTTL < time.Minute {
 			d.errorf(a.Expr.Range(), where, "session_ttl: %s is too short for a person to use the console; give at least \"1m\" (default \"168h\")", c.SessionTTL)
+		}
+	}
+}
+
+var billingSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "enabled"}, {Name: "processor"}, {Name: "secret_key"}, {Name: "webhook_secret"},
+	{Name: "webhook_path"}, {Name: "webhook_tolerance"}, {Name: "currency"}, {Name: "credits_per_unit"},
+	{Name: "minimum"}, {Name: "maximum"}, {Name: "presets"}, {Name: "api_url"}, {Name: "sim_listen"},
+}}
+
+// reservedPaths are where the webhook may not be: the gateway's own routes.
+var reservedPaths = []string{"/v1/", "/v1beta/", "/api/", "/admin/", "/console/", "/files/", "/mcp", "/healthz", "/readyz", "/metrics"}
+
+// billing reads `billing { processor, secret_key, webhook_secret, ... }`:
+// the block turns card top-ups on unless it says enabled = false.
+func (d *decoder) billing(b *hcl.Block, bl *Billing) {
+	const where = "billing"
+	c := d.content(b.Body, billingSchema, where)
+	d.mark(Ref{Kind: "billing"}, b.DefRange, c)
+	bl.Enabled = true
+	d.boolean(c.Attributes["enabled"], where, &bl.Enabled)
+	if a := c.Attributes["processor"]; a != nil && d.str(a, where, &bl.Processor) &&
+		bl.Processor != ProcessorStripe && bl.Processor != ProcessorSim {
+		d.errorf(a.Expr.Range(), where, "processor: want %q (Stripe Checkout) or %q (a simulated Stripe, for demos and tests); got %q", ProcessorStripe, ProcessorSim, bl.Processor)
+	}
+	d.str(c.Attributes["secret_key"], where, &bl.SecretKey)
+	d.str(c.Attributes["webhook_secret"], where, &bl.WebhookSecret)
+	if a := c.Attributes["webhook_path"]; a != nil && d.str(a, where, &bl.WebhookPath) {
+		switch {
+		case !strings.HasPrefix(bl.WebhookPath, "/") || strings.ContainsAny(bl.WebhookPath, "?#{} \t"):
+			d.errorf(a.Expr.Range(), where, "webhook_path: %q is not a path (write it like %q)", bl.WebhookPath, DefaultWebhookPath)
+		case slices.ContainsFunc(reservedPaths, func(p string) bool {
+			return strings.HasPrefix(bl.WebhookPath, p) || bl.WebhookPath == strings.TrimSuffix(p, "/") || bl.WebhookPath == "/"
+		}):
+			d.errorf(a.Expr.Range(), where, "webhook_path: %q is among the gateway's own routes; choose another (default %q)", bl.WebhookPath, DefaultWebhookPath)
+		}
+	}
+	if a := c.Attributes["webhook_tolerance"]; a != nil {
+		d.duration(a, where, &bl.WebhookTolerance)
+		if bl.WebhookTolerance < time.Second {
+			d.errorf(a.Expr.Range(), where, "webhook_tolerance: %s would refuse every event; give at least \"1s\" (default \"5m\")", bl.WebhookTolerance)
+		}
+	}
+	if a := c.Attributes["currency"]; a != nil && d.str(a, where, &bl.Currency) {
+		bl.Currency = strings.ToLower(bl.Currency)
+		if len(bl.Currency) != 3 || strings.Trim(bl.Currency, "abcdefghijklmnopqrstuvwxyz") != "" {
+			d.errorf(a.Expr.Range(), where, "currency: %q is not a three-letter ISO 4217 code (like \"usd\" or \"eur\")", bl.Currency)
+		}
+	}
+	positive := func(name string, dst *money.Nano) {
+		if a := c.Attributes[name]; a != nil {
+			if n, ok := d.amount(a, where); ok {
+				if n <= 0 {
+					d.errorf(a.Expr.Range(), where, "%s: %q must be above 0", name, n.String())
+				} else {
+					*dst = n
+				}
+			}
+		}
+	}
+	positive("credits_per_unit", &bl.CreditsPerUnit)
+	positive("minimum", &bl.Minimum)
+	positive("maximum", &bl.Maximum)
+	if a := c.Attributes["maximum"]; a != nil && bl.Maximum != 0 && bl.Maximum < bl.Minimum {
+		d.errorf(a.Expr.Range(), where, "maximum: %s is below the minimum %s", bl.Maximum, bl.Minimum)
+	}
+	if a := c.Attributes["presets"]; a != nil {
+		bl.Presets = nil
+		for _, it := range d.strList(a, where) {
+			n, err := money.Parse(it.v)
+			switch {
+			case err != nil:
+				d.errorf(it.r, where, "presets: %v", err)
+			case n < bl.Minimum || (bl.Maximum != 0 && n > bl.Maximum):
+				d.errorf(it.r, where, "presets: %s is outside the minimum %s and the maximum", n, bl.Minimum)
+			default:
+				bl.Presets = append(bl.Presets, n)
+			}
+		}
+	} else if c.Attributes["minimum"] != nil {
+		bl.Presets = slices.DeleteFunc(slices.Clone(bl.Presets), func(n money.Nano) bool { return n < bl.Minimum })
+		if len(bl.Presets) == 0 || bl.Presets[0] != bl.Minimum {
+			bl.Presets = append([]money.Nano{bl.Minimum}, bl.Presets...)
+		}
+	}
+	if a := c.Attributes["api_url"]; a != nil && d.str(a, where, &bl.APIURL) && bl.APIURL != "" {
+		d.checkURL(a, where, "api_url", bl.APIURL)
+	}
+	if a := c.Attributes["sim_listen"]; a != nil && d.str(a, where, &bl.SimListen) {
+		if _, _, err := net.SplitHostPort(bl.SimListen); err != nil {
+			d.errorf(a.Expr.Range(), where, "sim_listen: %q is not host:port (%v)", bl.SimListen, err)
+		}
+	}
+	if bl.Enabled && bl.Processor == ProcessorStripe {
+		if bl.SecretKey == "" {
+			d.errorf(b.DefRange, where, "processor \"stripe\" needs secret_key (write secret_key = env(\"STRIPE_SECRET_KEY\"), and set that variable)")
+		}
+		if bl.WebhookSecret == "" {
+			d.errorf(b.DefRange, where, "processor \"stripe\" needs webhook_secret, the endpoint's signing secret (write webhook_secret = env(\"STRIPE_WEBHOOK_SECRET\"); docs/billing.md)")
 		}
 	}
 }

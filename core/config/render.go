@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -217,6 +218,10 @@ func Render(c *Config) string {
 			cb.SetAttributeValue("session_ttl", cty.StringVal(cn.SessionTTL.String()))
 		}
 	}
+	if bl := c.Billing; bl.Enabled {
+		root.AppendNewline()
+		renderBilling(root.AppendNewBlock("billing", nil).Body(), bl)
+	}
 	if len(c.Pipeline.Stages) > 0 {
 		root.AppendNewline()
 		setList(root.AppendNewBlock("pipeline", nil).Body(), "stages", c.Pipeline.Stages)
@@ -226,6 +231,34 @@ func Render(c *Config) string {
 		setMap(root.AppendNewBlock("stage", []string{name}).Body(), "settings", c.Pipeline.Settings[name])
 	}
 	return string(hclwrite.Format(f.Bytes()))
+}
+
+func renderBilling(b *hclwrite.Body, bl Billing) {
+	def := DefaultBilling()
+	b.SetAttributeValue("processor", cty.StringVal(bl.Processor))
+	setStr(b, "secret_key", bl.SecretKey)
+	setStr(b, "webhook_secret", bl.WebhookSecret)
+	if bl.WebhookPath != def.WebhookPath {
+		b.SetAttributeValue("webhook_path", cty.StringVal(bl.WebhookPath))
+	}
+	if bl.WebhookTolerance != def.WebhookTolerance {
+		b.SetAttributeValue("webhook_tolerance", cty.StringVal(bl.WebhookTolerance.String()))
+	}
+	b.SetAttributeValue("currency", cty.StringVal(bl.Currency))
+	b.SetAttributeValue("credits_per_unit", cty.StringVal(bl.CreditsPerUnit.String()))
+	b.SetAttributeValue("minimum", cty.StringVal(bl.Minimum.String()))
+	if bl.Maximum != 0 {
+		b.SetAttributeValue("maximum", cty.StringVal(bl.Maximum.String()))
+	}
+	presets := make([]string, len(bl.Presets))
+	for i, p := range bl.Presets {
+		presets[i] = p.String()
+	}
+	setList(b, "presets", presets)
+	setStr(b, "api_url", bl.APIURL)
+	if bl.SimListen != def.SimListen {
+		b.SetAttributeValue("sim_listen", cty.StringVal(bl.SimListen))
+	}
 }
 
 // pbOr is the price block when cond holds (creating it), else nil.
@@ -291,6 +324,8 @@ func Masked(c *Config) *Config {
 		}
 	}
 	m.Store.URL = maskURL(c.Store.URL)
+	m.Billing.SecretKey, m.Billing.WebhookSecret = mask(c.Billing.SecretKey), mask(c.Billing.WebhookSecret)
+	m.Billing.Presets = slices.Clone(c.Billing.Presets)
 	m.Plugins = make([]Plugin, len(c.Plugins))
 	for i, p := range c.Plugins {
 		p.Settings = maskSettings(p.Settings)
