@@ -58,6 +58,9 @@ func New(o Options) *Service {
 // Config is the billing block the service runs.
 func (s *Service) Config() config.Billing { return s.cfg }
 
+// CheckoutOrigin is where the processor's payment pages are.
+func (s *Service) CheckoutOrigin() string { return s.p.PageOrigin() }
+
 // ProcessorName is the processor's name.
 func (s *Service) ProcessorName() string { return s.p.Name() }
 

@@ -16,6 +16,9 @@ import (
 type Processor interface {
 	// Name is the processor's name, recorded on each order.
 	Name() string
+	// PageOrigin is where its payment pages are (scheme://host): the
+	// console's top-up form is sent on there.
+	PageOrigin() string
 	// Checkout makes the payment page of an order. Called again for the
 	// same order it returns the same page (an idempotent create).
 	Checkout(ctx context.Context, c CheckoutRequest) (Checkout, error)

@@ -34,6 +34,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/admin"
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/billing"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/logsapi"
 	"github.com/tollgate-gw/tollgate/core/routes"
@@ -64,6 +65,8 @@ type Options struct {
 	// Logs is the logs API's handler: the log site reads through it.
 	Logs  *logsapi.Handler
 	Bases Bases
+	// Billing takes card top-ups at the billing page; nil: none.
+	Billing *billing.Service
 	// Secret derives the CSRF tokens (from the master key, so every
 	// instance of a shared store agrees).
 	Secret []byte
@@ -155,6 +158,10 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/invitations/{id}/revoke", c.signedIn(c.revokeInvitation))
 
 	m.HandleFunc("GET /console/billing", c.signedIn(c.billingPage))
+	m.HandleFunc("POST /console/billing/topup", c.signedIn(c.startTopUp))
+	m.HandleFunc("GET /console/billing/price", c.signedIn(c.priceFragment))
+	m.HandleFunc("GET /console/billing/cancel", c.signedIn(c.cancelTopUp))
+	m.HandleFunc("GET /console/billing/receipt/{id}", c.signedIn(c.receipt))
 
 	m.HandleFunc("GET /console/account", c.signedIn(c.accountPage))
 	m.HandleFunc("POST /console/account/{action}", c.signedIn(c.accountAction))

@@ -25,7 +25,7 @@ func (g *Gateway) console(cfg *config.Config, logs *logsapi.Handler) (http.Handl
 	mac.Write([]byte("tollgate console v1"))
 	secure := g.tls != nil || strings.HasPrefix(cfg.Server.PublicURL, "https://")
 	o := console.Options{
-		Config: cfg, Store: g.store, Admin: g.svc, Users: g.users, Logs: logs, Bases: g.kb,
+		Config: cfg, Store: g.store, Admin: g.svc, Users: g.users, Logs: logs, Bases: g.kb, Billing: g.topups,
 		Secret: mac.Sum(nil), Secure: secure, BaseURL: cfg.Server.PublicURL, Logger: g.log, Now: g.now,
 	}
 	if g.cfg.Console.Listen == "" {

@@ -25,6 +25,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/admin"
+	"github.com/tollgate-gw/tollgate/core/billing"
+	"github.com/tollgate-gw/tollgate/core/billing/stripesim"
 	"github.com/tollgate-gw/tollgate/core/billingcompat"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/files"
@@ -83,6 +85,8 @@ type Gateway struct {
 	kb        *kb.Service
 	kbAPI     *kbapi.API
 	engine    *tasks.Engine
+	topups    *billing.Service  // card top-ups; nil without a billing block
+	paySim    *stripesim.Server // the simulated processor (billing { processor = "sim" })
 
 	// Shared by every generation (generation.go).
 	limits   limiter
@@ -139,7 +143,7 @@ func New(o Options) *Gateway {
 func (g *Gateway) Provision(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		g.provisionPlugins, g.provisionStore, g.provisionKeys, g.provisionFiles, g.provisionKB,
-		g.provisionTelemetry, g.provisionTLS, g.provisionPipeline,
+		g.provisionBilling, g.provisionTelemetry, g.provisionTLS, g.provisionPipeline,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -312,6 +316,11 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	for _, rt := range g.users.AdminRoutes() {
 		adm.Handle(rt.Pattern, rt.Handler)
 	}
+	if g.topups != nil {
+		for _, rt := range g.topups.AdminRoutes() {
+			adm.Handle(rt.Pattern, rt.Handler)
+		}
+	}
 	g.admin = adm
 	g.finisher = &lateFinisher{}
 	specs := map[string]*vendor.FamilySpec{}
@@ -408,6 +417,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		go func() { errc <- hs.Serve(ln) }()
 	}
 	side.serve(errc)
+	g.startPaySim(addr, &b)
 	// The banner says it on stdout; the log line is for --log-level debug.
 	g.log.Debug("serving", "addr", b.scheme+"://"+addr, "config", configName(cfg))
 	b.print(g.o.Out)

@@ -73,6 +73,9 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 		Admin: g.admin, Files: g.files.Handler(), TLSDomains: g.tls.Domains(), Knowledge: g.kbAPI.Routes(),
 		Healthz: http.HandlerFunc(g.serveHealthz), Readyz: http.HandlerFunc(g.serveReadyz),
 	}
+	if g.topups != nil {
+		o.Webhook = http.HandlerFunc(g.topups.ServeWebhook)
+	}
 	if con != nil && g.cfg.Console.Listen == "" {
 		o.Console = con
 	}

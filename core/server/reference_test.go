@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/admin"
+	"github.com/tollgate-gw/tollgate/core/billing"
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/console"
 	"github.com/tollgate-gw/tollgate/core/kbapi"
@@ -215,6 +216,9 @@ func fullServer(t *testing.T) (*routes.Mux, *routes.Mux) {
 		adm.Handle(rt.Pattern, rt.Handler)
 	}
 	adm.TaskRoutes(nil)
+	for _, rt := range new(billing.Service).AdminRoutes() {
+		adm.Handle(rt.Pattern, rt.Handler)
+	}
 	o := server.Options{Config: cfg, Logger: log, Now: time.Now, Admin: adm, Knowledge: kb.Routes()}
 	v := reflect.ValueOf(&o).Elem()
 	handler := reflect.TypeFor[http.Handler]()

@@ -72,6 +72,9 @@ type Options struct {
 	TLSDomains []string
 	// Knowledge are the knowledge base's REST routes and its MCP server.
 	Knowledge []kbapi.Route
+	// Webhook receives the payment processor's events at the config's
+	// billing { webhook_path }: no key, the signature is the credential.
+	Webhook http.Handler
 	// Healthz and Readyz answer the probes, GET /healthz (the process
 	// is alive) and GET /readyz (it can serve calls); no key. Optional.
 	Healthz, Readyz http.Handler
@@ -138,6 +141,13 @@ func New(o Options) *Server {
 	if o.Console != nil {
 		s.mux.Handle("/console/", o.Console)
 		home = "Tollgate is running. See /v1/models; people sign in at /console/.\n"
+	}
+	if o.Webhook != nil {
+		path := o.Config.Billing.WebhookPath
+		if path == "" {
+			path = config.DefaultWebhookPath
+		}
+		s.handle(http.MethodPost, path, "", o.Webhook.ServeHTTP)
 	}
 	if o.Healthz != nil {
 		s.handle(http.MethodGet, "/healthz", "", o.Healthz.ServeHTTP)

@@ -52,6 +52,7 @@ var levelOf = map[string]int{
 	"core/files": services, "core/tasks": services, "core/tasksapi": services,
 	"core/logsapi": services, "core/admin": services, "core/billingcompat": services,
 	"plugins/host": services, "core/kb": services, "core/kbapi": services, "core/users": services,
+	"core/billing": services,
 
 	"pipeline":    pipelineLevel,
 	"core/server": edge, "core/metrics": edge, "core/tlsserve": edge, "core/console": edge,

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ type Options struct {
 // Processor is Stripe Checkout.
 type Processor struct {
 	c         *stripeapi.Client
+	origin    string
 	secret    string
 	tolerance time.Duration
 }
@@ -61,11 +63,20 @@ func New(o Options) *Processor {
 		cfg.URL = stripeapi.String(o.APIURL)
 	}
 	c := stripeapi.NewClient(o.SecretKey, stripeapi.WithBackends(stripeapi.NewBackendsWithConfig(cfg)))
-	return &Processor{c: c, secret: o.WebhookSecret, tolerance: o.Tolerance}
+	// Stripe's pages are on checkout.stripe.com; a test server's on its own
+	// address.
+	origin := "https://checkout.stripe.com"
+	if u, err := url.Parse(o.APIURL); err == nil && o.APIURL != "" {
+		origin = u.Scheme + "://" + u.Host
+	}
+	return &Processor{c: c, origin: origin, secret: o.WebhookSecret, tolerance: o.Tolerance}
 }
 
 // Name implements billing.Processor.
 func (p *Processor) Name() string { return "stripe" }
+
+// PageOrigin implements billing.Processor.
+func (p *Processor) PageOrigin() string { return p.origin }
 
 // Checkout implements billing.Processor: one Checkout Session per order,
 // made with the order's id as the idempotency key, so a retried create

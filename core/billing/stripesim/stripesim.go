@@ -165,6 +165,9 @@ func (s *Server) SetBaseURL(u string) {
 	s.mu.Unlock()
 }
 
+// BaseURL is the simulator's own address.
+func (s *Server) BaseURL() string { s.mu.Lock(); defer s.mu.Unlock(); return s.base }
+
 // SetWebhookURL points the events at an endpoint (deliveries under way
 // use it from their next attempt).
 func (s *Server) SetWebhookURL(u string) { s.mu.Lock(); s.hook = u; s.mu.Unlock() }
