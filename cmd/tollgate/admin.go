@@ -110,6 +110,7 @@ func adminCommand() *cli.Command {
 	}
 	cmd.Subcommands = append(cmd.Subcommands, adminAgentCommands()...)
 	cmd.Subcommands = append(cmd.Subcommands, adminUserCommands()...)
+	cmd.Subcommands = append(cmd.Subcommands, adminTopUpCommands()...)
 	addGlobalFlags(cmd.Subcommands)
 	return cmd
 }

@@ -381,7 +381,7 @@ func TestAdminErrors(t *testing.T) {
 		{desc: "extra argument", args: []string{"key", "delete", "key_1", "key_2"}, err: `admin key delete: unexpected argument "key_2" (it takes one KEY_ID)`},
 		{desc: "unknown flag after the id", args: []string{"key", "list", "acct_1", "--all"}, err: "tollgate admin key list: unknown flag --all; see tollgate admin key list --help"},
 		{desc: "unknown flag before the id", args: []string{"key", "create", "--nam", "x", "acct_1"}, err: `tollgate admin key create: unknown flag --nam (did you mean --name?); see tollgate admin key create --help`},
-		{desc: "unknown command", args: []string{"acount", "list"}, err: `tollgate admin: unknown command "acount" (did you mean "account"?); the commands are account, key, agent, key-request, user; see tollgate admin --help`},
+		{desc: "unknown command", args: []string{"acount", "list"}, err: `tollgate admin: unknown command "acount" (did you mean "account"?); the commands are account, key, agent, key-request, user, topups; see tollgate admin --help`},
 		{desc: "credit without amount", args: []string{"account", "credit", "acct_1"}, err: "account credit: --amount is required"},
 		{desc: "credit with a bad amount", args: []string{"account", "credit", "acct_1", "--amount", "1,5"}, err: `--amount: invalid amount "1,5"`},
 		{desc: "initial credit with a bad amount", args: []string{"account", "create", "--name", "a", "--initial-credit", "ten"}, err: `--initial-credit: invalid amount "ten"`},
