@@ -202,6 +202,13 @@ func (h *Handler) Routes() *routes.Mux { return h.mux }
 // behind the same token: the knowledge base's routes.
 func (h *Handler) Handle(pattern string, hf http.HandlerFunc) { h.mux.HandleFunc(pattern, hf) }
 
+// Route is an operator's route a service beside the admin API adds to it
+// (people, top-ups), behind the same token.
+type Route struct {
+	Pattern string
+	Handler http.HandlerFunc
+}
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || h.token == "" ||

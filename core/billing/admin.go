@@ -12,20 +12,13 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// AdminRoute is an operator's route, mounted on the admin API behind its
-// token.
-type AdminRoute struct {
-	Pattern string
-	Handler http.HandlerFunc
-}
-
 // AdminRoutes are the operator's routes for top-ups (`tollgate admin
 // topups`): list them, show one, reconcile them with the processor.
-func (s *Service) AdminRoutes() []AdminRoute {
-	return []AdminRoute{
-		{"GET /admin/v1/topups", s.adminList},
-		{"GET /admin/v1/topups/{id}", s.adminGet},
-		{"POST /admin/v1/topups/reconcile", s.adminReconcile},
+func (s *Service) AdminRoutes() []admin.Route {
+	return []admin.Route{
+		{Pattern: "GET /admin/v1/topups", Handler: s.adminList},
+		{Pattern: "GET /admin/v1/topups/{id}", Handler: s.adminGet},
+		{Pattern: "POST /admin/v1/topups/reconcile", Handler: s.adminReconcile},
 	}
 }
 

@@ -394,6 +394,9 @@ func TestDocsConfigsLoad(t *testing.T) {
 		if k == "DATABASE_URL" { // the postgres examples
 			return "postgres://tollgate@db.example:5432/tollgate", true
 		}
+		if strings.HasPrefix(k, "STRIPE_") { // the billing examples
+			return "stripe-docs-value", true
+		}
 		return os.LookupEnv(k)
 	}
 	fence := regexp.MustCompile("(?s)```hcl\n(.*?)```")

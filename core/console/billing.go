@@ -38,6 +38,8 @@ type topUps struct {
 
 type preset struct{ Credits, Price string }
 
+var processorNames = map[string]string{"stripe": "Stripe"}
+
 // Price is an order's price as the page shows it.
 func (billingData) Price(o store.Order) string { return billing.FormatAmount(o.Amount, o.Currency) }
 
@@ -90,15 +92,14 @@ func (c *Console) showBilling(w http.ResponseWriter, r *http.Request, v *visit, 
 
 func (c *Console) topUps(b *billing.Service) *topUps {
 	cfg := b.Config()
-	t := &topUps{Currency: strings.ToUpper(cfg.Currency), Minimum: cfg.Minimum.String(), Processor: b.ProcessorName()}
+	t := &topUps{Currency: strings.ToUpper(cfg.Currency), Minimum: cfg.Minimum.String(), Processor: processorNames[b.ProcessorName()]}
+	if t.Processor == "" {
+		t.Processor = "the payment processor"
+	}
 	if cfg.Maximum != 0 {
 		t.Maximum = cfg.Maximum.String()
 	}
-	if q, err := b.Price(max(cfg.Minimum, cfg.CreditsPerUnit)); err == nil && q.Credits == cfg.CreditsPerUnit {
-		t.Rate = cfg.CreditsPerUnit.String() + " credits = " + billing.FormatAmount(q.Amount, q.Currency)
-	} else {
-		t.Rate = cfg.CreditsPerUnit.String() + " credits per " + t.Currency
-	}
+	t.Rate = "1 " + t.Currency + " buys " + cfg.CreditsPerUnit.String() + " credits"
 	for _, p := range cfg.Presets {
 		if q, err := b.Price(p); err == nil {
 			t.Presets = append(t.Presets, preset{Credits: p.String(), Price: billing.FormatAmount(q.Amount, q.Currency)})

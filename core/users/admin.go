@@ -10,19 +10,16 @@ import (
 
 // AdminRoute is an operator's route, mounted on the admin API behind its
 // token.
-type AdminRoute struct {
-	Pattern string
-	Handler http.HandlerFunc
-}
+type AdminRoute = admin.Route
 
 // AdminRoutes are the operator's routes for people: add one to an
 // account (`tollgate admin user create`), list them, remove one, invite.
 func (s *Service) AdminRoutes() []AdminRoute {
 	return []AdminRoute{
-		{"POST /admin/v1/accounts/{id}/users", s.adminCreate},
-		{"GET /admin/v1/accounts/{id}/users", s.adminList},
-		{"DELETE /admin/v1/users/{id}", s.adminDelete},
-		{"POST /admin/v1/accounts/{id}/invitations", s.adminInvite},
+		{Pattern: "POST /admin/v1/accounts/{id}/users", Handler: s.adminCreate},
+		{Pattern: "GET /admin/v1/accounts/{id}/users", Handler: s.adminList},
+		{Pattern: "DELETE /admin/v1/users/{id}", Handler: s.adminDelete},
+		{Pattern: "POST /admin/v1/accounts/{id}/invitations", Handler: s.adminInvite},
 	}
 }
 
