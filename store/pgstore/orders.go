@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// The orders role (migrations/0005_orders.sql). An update is one
+// The orders role (migrations/0006_orders.sql). An update is one
 // statement: the order's guarded update (id, account and version), and,
 // fed by it, the wallet's credit path (creditSQL). Two instances updating
 // one order at once queue on its row; the second finds another version
