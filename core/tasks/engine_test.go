@@ -199,6 +199,10 @@ func TestPolledJobEndsOnce(t *testing.T) {
 	if w := e.wallet(t); w.Balance != money.Credits(98) || w.Held != 0 {
 		t.Fatalf("wallet %+v", w)
 	}
+	// The finisher signals before the engine lets go of the task.
+	for deadline := time.Now().Add(2 * time.Second); eng.Owned() != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if eng.Owned() != 0 {
 		t.Fatal("an ended task is still owned")
 	}

@@ -35,7 +35,7 @@ func writeCorpus(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"billing.md": `---
+		"billing-guide.md": `---
 title: Billing
 summary: How credits are held and charged.
 tags: [billing, money]
@@ -320,12 +320,12 @@ func testKBREST(t *testing.T, e *kbEnv) {
 			q, kb string
 			first string
 		}{
-			{"billing", "team", "billing"},        // the title beats bodies and tags
-			{"credentials", "team", "keys"},       // an alias
-			{"计费", "team", "cjk"},                 // CJK
-			{"余额", "team", "cjk"},                 // CJK, from the body
-			{"wallet balance", "team", "billing"}, // body words
-			{"gate", "public", "turnstile"},       // an alias of the admin-imported page
+			{"billing", "team", "billing-guide"},        // the title beats bodies and tags
+			{"credentials", "team", "keys"},             // an alias
+			{"计费", "team", "cjk"},                       // CJK
+			{"余额", "team", "cjk"},                       // CJK, from the body
+			{"wallet balance", "team", "billing-guide"}, // body words
+			{"gate", "public", "turnstile"},             // an alias of the admin-imported page
 		}
 		for _, tc := range tests {
 			s := kbJSONOf[kbSearch](t, kbGet(t, e, e.keyA, "/search?"+q("q", tc.q, "kb_id", tc.kb)))
@@ -340,7 +340,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 
 	t.Run("an unreadable base is a missing one", func(t *testing.T) {
 		for _, p := range []string{"/search?q=billing&kb_id=team", "/tags?kb_id=team", "/tags/billing?kb_id=team",
-			"/pages?ids=billing&kb_id=team", "/pages/billing?kb_id=team", "/pages/billing/backlinks?kb_id=team", "/pages/billing/source?kb_id=team"} {
+			"/pages?ids=billing-guide&kb_id=team", "/pages/billing-guide?kb_id=team", "/pages/billing-guide/backlinks?kb_id=team", "/pages/billing-guide/source?kb_id=team"} {
 			unreadable := kbGet(t, e, e.keyB, p)
 			missing := kbGet(t, e, e.keyA, strings.ReplaceAll(p, "kb_id=team", "kb_id=nope"))
 			wantErr(t, unreadable, 404, "not_found", "invalid_request_error")
@@ -352,7 +352,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 			}
 		}
 		// A page of a base outside kb_id (default here) is not found.
-		wantErr(t, kbGet(t, e, e.keyA, "/pages/billing"), 404, "not_found", "invalid_request_error")
+		wantErr(t, kbGet(t, e, e.keyA, "/pages/billing-guide"), 404, "not_found", "invalid_request_error")
 		wantErr(t, kbGet(t, e, e.keyA, "/pages/nope?kb_id=team"), 404, "not_found", "invalid_request_error")
 	})
 
@@ -376,7 +376,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 				t.Fatalf("a tag's page has a body: %+v", p)
 			}
 		}
-		if byTag.Object != "list" || strings.Join(ids, ",") != "billing,cjk,keys" {
+		if byTag.Object != "list" || strings.Join(ids, ",") != "billing-guide,cjk,keys" {
 			t.Fatalf("pages tagged billing = %v", ids)
 		}
 	})
@@ -406,7 +406,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 	})
 
 	t.Run("page", func(t *testing.T) {
-		p := kbJSONOf[kbPage](t, kbGet(t, e, e.keyA, "/pages/billing?kb_id=team"))
+		p := kbJSONOf[kbPage](t, kbGet(t, e, e.keyA, "/pages/billing-guide?kb_id=team"))
 		if p.Title != "Billing" || p.Summary != "How credits are held and charged." || p.Confidence != "high" || p.NeedsReview ||
 			strings.Join(p.Aliases, ",") != "Payments" || strings.Join(p.Tags, ",") != "billing,money" || p.BodyTruncated != nil {
 			t.Fatalf("billing = %+v", p)
@@ -423,7 +423,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 			t.Fatalf("a single page is read in full: %d characters", utf8.RuneCountInString(*long.Body))
 		}
 		cjk := kbJSONOf[kbPage](t, kbGet(t, e, e.keyA, "/pages/"+url.PathEscape("cjk")+"?kb_id=team"))
-		if cjk.Title != "计费规则" || len(cjk.OutgoingLinks) != 1 || cjk.OutgoingLinks[0].ID != "billing" {
+		if cjk.Title != "计费规则" || len(cjk.OutgoingLinks) != 1 || cjk.OutgoingLinks[0].ID != "billing-guide" {
 			t.Fatalf("cjk = %+v", cjk)
 		}
 		pub := kbJSONOf[kbPage](t, kbGet(t, e, e.keyB, "/pages/lobby?kb_id=public"))
@@ -433,7 +433,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 	})
 
 	t.Run("backlinks", func(t *testing.T) {
-		l := kbJSONOf[kbList[kbPage]](t, kbGet(t, e, e.keyA, "/pages/billing/backlinks?kb_id=team"))
+		l := kbJSONOf[kbList[kbPage]](t, kbGet(t, e, e.keyA, "/pages/billing-guide/backlinks?kb_id=team"))
 		var ids []string
 		for _, p := range l.Data {
 			ids = append(ids, p.ID)
@@ -454,7 +454,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 			URL        string `json:"url"`
 			URLTTLSecs int    `json:"url_ttl_secs"`
 		}
-		s := kbJSONOf[source](t, kbGet(t, e, e.keyA, "/pages/billing/source?kb_id=team"))
+		s := kbJSONOf[source](t, kbGet(t, e, e.keyA, "/pages/billing-guide/source?kb_id=team"))
 		if s.R2Key != "sources/billing.pdf" || s.Filename != "billing.pdf" || s.Locator != "page 2" || s.URLTTLSecs != 3600 {
 			t.Fatalf("source = %+v", s)
 		}
@@ -489,7 +489,7 @@ func testKBREST(t *testing.T, e *kbEnv) {
 			t.Fatalf("an account at zero balance: %d %s", c.Status, c.Body)
 		}
 		before, _ := e.g.Balance(e.acctA)
-		for _, p := range []string{"/kbs", "/search?q=billing&kb_id=team", "/pages/billing?kb_id=team"} {
+		for _, p := range []string{"/kbs", "/search?q=billing&kb_id=team", "/pages/billing-guide?kb_id=team"} {
 			kbGet(t, e, e.keyA, p)
 		}
 		if after, _ := e.g.Balance(e.acctA); after != before {
@@ -646,14 +646,14 @@ func testKBMCP(t *testing.T, e *kbEnv) {
 		if utf8.RuneCountInString(*p.Body) != 8000 || p.BodyTruncated == nil || !*p.BodyTruncated {
 			t.Fatalf("read_page body: %d characters, truncated %v", utf8.RuneCountInString(*p.Body), p.BodyTruncated)
 		}
-		callTool(t, a, "read_page", map[string]any{"id": "billing"}, &p)
+		callTool(t, a, "read_page", map[string]any{"id": "billing-guide"}, &p)
 		if p.Title != "Billing" || len(p.OutgoingLinks) != 2 || *p.BodyTruncated {
 			t.Fatalf("billing = %+v", p)
 		}
 		for _, tc := range []struct {
 			s  *mcp.ClientSession
 			id string
-		}{{a, "nope"}, {b, "billing"}} {
+		}{{a, "nope"}, {b, "billing-guide"}} {
 			res := callTool(t, tc.s, "read_page", map[string]any{"id": tc.id}, nil)
 			if !res.IsError || !strings.Contains(toolText(res), "not found") {
 				t.Fatalf("read_page %s: isError %v %q", tc.id, res.IsError, toolText(res))
@@ -662,7 +662,7 @@ func testKBMCP(t *testing.T, e *kbEnv) {
 	})
 
 	t.Run("read_pages", func(t *testing.T) {
-		ids := []string{"long", "billing"}
+		ids := []string{"long", "billing-guide"}
 		for i := range 30 {
 			ids = append(ids, fmt.Sprintf("filler-%02d", i+1))
 		}
@@ -674,11 +674,11 @@ func testKBMCP(t *testing.T, e *kbEnv) {
 		if n := utf8.RuneCountInString(*out.Pages[0].Body); n != 1200 || !*out.Pages[0].BodyTruncated {
 			t.Fatalf("read_pages excerpt: %d characters", n)
 		}
-		callTool(t, b, "read_pages", map[string]any{"ids": []string{"billing", "lobby"}}, &out)
+		callTool(t, b, "read_pages", map[string]any{"ids": []string{"billing-guide", "lobby"}}, &out)
 		if len(out.Pages) != 1 || out.Pages[0].ID != "lobby" {
 			t.Fatalf("B's read_pages = %+v", out.Pages)
 		}
-		if res := callTool(t, b, "read_pages", map[string]any{"ids": []string{"billing"}}, nil); !res.IsError {
+		if res := callTool(t, b, "read_pages", map[string]any{"ids": []string{"billing-guide"}}, nil); !res.IsError {
 			t.Fatal("read_pages of pages B cannot read is not an error")
 		}
 	})
@@ -702,7 +702,7 @@ func testKBMCP(t *testing.T, e *kbEnv) {
 	t.Run("backlinks", func(t *testing.T) {
 		var out struct{ Pages []kbPage }
 		callTool(t, a, "backlinks", map[string]any{"id": "keys"}, &out)
-		if len(out.Pages) != 1 || out.Pages[0].ID != "billing" {
+		if len(out.Pages) != 1 || out.Pages[0].ID != "billing-guide" {
 			t.Fatalf("backlinks of keys = %+v", out.Pages)
 		}
 		if res := callTool(t, b, "backlinks", map[string]any{"id": "keys"}, nil); !res.IsError {
@@ -716,7 +716,7 @@ func testKBMCP(t *testing.T, e *kbEnv) {
 			URL        string `json:"url"`
 			URLTTLSecs int    `json:"url_ttl_secs"`
 		}
-		callTool(t, a, "get_source", map[string]any{"id": "billing"}, &s)
+		callTool(t, a, "get_source", map[string]any{"id": "billing-guide"}, &s)
 		if s.R2Key != "sources/billing.pdf" || s.URLTTLSecs != 3600 {
 			t.Fatalf("get_source = %+v", s)
 		}
