@@ -130,7 +130,19 @@ func TestBillingTopUp(t *testing.T) {
 	startTopUp(t, ctx, base, "500")
 	step(t, ctx, "pay later", chromedp.Click(chromedp.CSS(`#later`)), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
 	later := waitTopUp(t, g, "pending")
-	waitText(t, ctx, `#topups tbody tr:first-child`, "payment on its way")
+	// The order is pending from the start; the checkout's event (completed,
+	// unpaid) may arrive after the page loaded, so read it again until then.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		step(t, ctx, "the billing page", chromedp.Navigate(base+"/console/billing"), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
+		got := text(t, ctx, `#topups tbody tr:first-child`)
+		if strings.Contains(got, "payment on its way") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the history's newest row reads %q, not payment on its way", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	balanceReads(t, ctx, base, "525.72")
 	shots.Take(ctx, "billing-awaiting")
 	step(t, ctx, "the debit succeeds",
