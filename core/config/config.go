@@ -70,6 +70,11 @@ type Server struct {
 	// it hosts (https://gw.example.com); empty means https:// and the TLS
 	// domain when TLS is on, else the request's own host.
 	PublicURL string
+	// BillingURL is the top-up page ({billing_url}); a 402 tells the
+	// client to top up there. Empty means the gateway has none, and a
+	// 402 says to ask the operator for credit. The console fills it with
+	// its own billing page when it serves one and this is unset.
+	BillingURL string
 	// HTTPListen serves plain HTTP beside HTTPS: ACME HTTP-01 challenges
 	// and a redirect of everything else to HTTPS. Default ":80" with
 	// automatic certificates, off otherwise; "" turns it off.

@@ -29,6 +29,7 @@ func Render(c *Config) string {
 	}
 	setStr(s, "durability", c.Server.Durability)
 	setStr(s, "public_url", c.Server.PublicURL)
+	setStr(s, "billing_url", c.Server.BillingURL)
 	setStr(s, "metrics_listen", c.Server.MetricsListen)
 	if c.Server.SweepEvery != 0 {
 		s.SetAttributeValue("sweep_every", cty.StringVal(c.Server.SweepEvery.String()))
