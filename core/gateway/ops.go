@@ -111,7 +111,7 @@ func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error)
 		b.extra = append(b.extra, [2]string{"http:", "http://" + ln.Addr().String() + " (ACME challenges; everything else redirected to HTTPS)"})
 	}
 	if g.metrics != nil {
-		ln, err := listen(g.cfg.Server.MetricsListen, "metrics_listen", "server { metrics_listen }")
+		ln, err := listen(g.cfg.Server.MetricsListen, "metrics_listen", "--metrics-listen or server { metrics_listen }")
 		if err != nil {
 			s.close()
 			return nil, err
