@@ -72,8 +72,8 @@ type Server struct {
 	PublicURL string
 	// BillingURL is the top-up page ({billing_url}); a 402 tells the
 	// client to top up there. Empty means the gateway has none, and a
-	// 402 says to ask the operator for credit. The console fills it with
-	// its own billing page when it serves one and this is unset.
+	// 402 says to ask the operator for credit. A console serving a
+	// billing page is to fill it when the operator left it empty.
 	BillingURL string
 	// HTTPListen serves plain HTTP beside HTTPS: ACME HTTP-01 challenges
 	// and a redirect of everything else to HTTPS. Default ":80" with

@@ -377,3 +377,33 @@ func readSource(n *yaml.Node) (*store.PageSource, error) {
 	}
 	return nil, errors.New("front matter: source must be a file name or a map (r2_key, filename, locator, compiled_at, model)")
 }
+
+// Headings are the text of a Markdown body's ATX headings ("## Rate
+// limits" gives "Rate limits"), in order, outside code blocks: what a
+// page is about, for the index's headings field.
+func Headings(body string) []string {
+	var out []string
+	inFence := false
+	for _, line := range strings.Split(body, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			inFence = !inFence
+			continue
+		}
+		// Up to three spaces may lead a heading; more, or a tab, is code.
+		if lead := len(line) - len(strings.TrimLeft(line, " ")); inFence || lead > 3 || !strings.HasPrefix(line[lead:], "#") {
+			continue
+		}
+		level := len(t) - len(strings.TrimLeft(t, "#"))
+		rest := t[level:]
+		if level > 6 || rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+			continue // #hashtag, or not a heading
+		}
+		// A closing run of #s is not part of the text.
+		h := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(rest), "#"))
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
