@@ -34,6 +34,7 @@ type banner struct {
 	// console is the web console's address on its own listener; "" when
 	// it is on the main one (or off).
 	console string
+	metrics string // the /metrics URL when it is served
 
 	demoFirst  *demoKeyShown // the demo account was made now
 	demoAcct   string        // an existing demo account's id
@@ -176,6 +177,9 @@ Try it:
 		fmt.Fprintf(out, `
     curl -s "http://%s/api/v1/ext/wiki/search?q=idempotency" -H "Authorization: Bearer %s"
 `, b.reach(), d.raw)
+		if b.metrics != "" {
+			fmt.Fprintf(out, "\n    curl -s %s | grep ^tollgate_requests_total\n", b.metrics)
+		}
 	}
 	fmt.Fprintln(out)
 	if b.scheme == "" {
