@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -239,6 +240,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // own when it is on.
 func (s *Server) metricsAt() string {
 	if a := s.cfg.Server.MetricsListen; a != "" {
+		if _, port, _ := net.SplitHostPort(a); port == "0" {
+			return "metrics are served on their own listener, at the address the start-up banner names"
+		}
 		return "metrics are served on their own listener: GET http://" + a + "/metrics"
 	}
 	return "metrics are off; serve them on a listener of their own with tollgate serve --metrics-listen 127.0.0.1:9090 (or server { metrics_listen })"
