@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"math"
 	"strconv"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
@@ -80,9 +79,9 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 // names: the output reservation is the client's max tokens, or the
 // model's default when the request sent none.
 func (s *prechargeStage) heldTokens(c *Call) string {
-	in := "an input estimate of " + english.Count(int(min(c.Estimated, math.MaxInt32)), "token")
+	in := "an input estimate of " + english.Count(int(c.Estimated), "token")
 	if c.Req.MaxTokens > 0 {
-		return in + " plus " + maxTokensField(c.Protocol) + " " + strconv.FormatInt(c.HoldMax, 10) + " output tokens, at the model's prices"
+		return in + " plus " + english.Count(int(c.HoldMax), "output token") + " (" + maxTokensField(c.Protocol) + "), at the model's prices"
 	}
 	return in + " plus the model's default output reservation of " + english.Count(int(c.HoldMax), "token") +
 		", held because the request sent no " + maxTokensField(c.Protocol)

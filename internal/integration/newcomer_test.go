@@ -56,7 +56,7 @@ func TestNewcomerErrors(t *testing.T) {
 		}
 		// The responses protocol's own field name.
 		c = do(t, "POST", g.URL+"/v1/responses", bearer(pk), `{"model":"sim-chat","input":"hi","max_output_tokens":100000}`)
-		if _, _, msg := c.errorOf(t); c.Status != 402 || !strings.Contains(msg, "max_output_tokens 100000 output tokens") ||
+		if _, _, msg := c.errorOf(t); c.Status != 402 || !strings.Contains(msg, "plus 100000 output tokens (max_output_tokens), at the model's prices") ||
 			!regexp.MustCompile(`max_output_tokens up to \d+ would fit`).MatchString(msg) {
 			t.Fatalf("responses: %d %s", c.Status, c.Body)
 		}
