@@ -144,21 +144,29 @@ func addGlobalFlags(cmds []*cli.Command) {
 // global reads an admin flag where it was given last on the command line
 // (nearest the subcommand), else from the environment, else its default.
 func global(c *cli.Context, name string) string {
-	for _, x := range c.Lineage() {
-		if x.Command != nil && x.IsSet(name) {
-			return x.String(name)
-		}
+	if x := givenAt(c, name); x != nil {
+		return x.String(name)
 	}
 	return c.String(name)
 }
 
 func globalJSON(c *cli.Context) bool {
-	for _, x := range c.Lineage() {
-		if x.Command != nil && x.IsSet("json") {
-			return x.Bool("json")
-		}
+	if x := givenAt(c, "json"); x != nil {
+		return x.Bool("json")
 	}
 	return false
+}
+
+// givenAt is the command, nearest the subcommand, at which an admin flag
+// was given on the command line or by its environment variable; nil when
+// it was not.
+func givenAt(c *cli.Context, name string) *cli.Context {
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.IsSet(name) {
+			return x
+		}
+	}
+	return nil
 }
 
 // adminAccount, adminKey and adminWallet mirror the admin API's JSON, for the human output.
@@ -686,7 +694,7 @@ func adminEndpoint(c *cli.Context) (string, string, error) {
 // so the CLI finds it from any folder.
 func adminTokenFile(c *cli.Context) (string, error) {
 	dirs := []string{global(c, "data-dir")}
-	if !adminFlagGiven(c, "data-dir") {
+	if givenAt(c, "data-dir") == nil {
 		if exe, err := os.Executable(); err == nil {
 			beside := filepath.Join(filepath.Dir(filepath.Dir(exe)), "data")
 			if abs, _ := filepath.Abs(dirs[0]); abs != beside {
@@ -717,17 +725,6 @@ func adminTokenFile(c *cli.Context) (string, error) {
 	return "", fmt.Errorf("no admin token: %s (%s serve writes admin.token into its data directory); "+
 		"point --data-dir or TOLLGATE_DATA_DIR at the gateway's data directory, or pass --token (or TOLLGATE_ADMIN_TOKEN)",
 		missing, self(c))
-}
-
-// adminFlagGiven reports whether an admin flag was given on the command
-// line or in its environment variable.
-func adminFlagGiven(c *cli.Context, name string) bool {
-	for _, x := range c.Lineage() {
-		if x.Command != nil && x.IsSet(name) {
-			return true
-		}
-	}
-	return false
 }
 
 // adminPrefix is where the admin API is mounted.

@@ -22,7 +22,15 @@ import (
 // token from the test's own environment reach it.
 func tollgateCmd(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testgw.Build(t), "tollgate"), args...)
+	return runIn(t, "", env, append([]string{filepath.Join(testgw.Build(t), "tollgate")}, args...)...)
+}
+
+// runIn runs a command line in dir ("" for the test's own folder) with
+// none of the test's TOLLGATE_* or *_API_KEY variables, plus env.
+func runIn(t *testing.T, dir string, env []string, line ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(line[0], line[1:]...)
+	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasSuffix(name, "_API_KEY") && !strings.HasPrefix(name, "TOLLGATE_") {
@@ -302,25 +310,7 @@ func TestBinaryAdminFromAnotherFolder(t *testing.T) {
 		t.Fatalf("banner:\n%s", out)
 	}
 	elsewhere := t.TempDir()
-	runIn := func(env []string, line ...string) (string, string, int) {
-		cmd := exec.Command(line[0], line[1:]...)
-		cmd.Dir = elsewhere
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "TOLLGATE_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		cmd.Env = append(cmd.Env, env...)
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return o.String(), e.String(), cmd.ProcessState.ExitCode()
-	}
-	if got, errOut, code := runIn(nil, strings.Fields(printed[1])...); code != 0 || !strings.Contains(got, "key: "+raw[1]) {
+	if got, errOut, code := runIn(t, elsewhere, nil, strings.Fields(printed[1])...); code != 0 || !strings.Contains(got, "key: "+raw[1]) {
 		t.Fatalf("%s, run from %s: exit %d, stdout %q, stderr %q", printed[1], elsewhere, code, got, errOut)
 	}
 
@@ -328,7 +318,7 @@ func TestBinaryAdminFromAnotherFolder(t *testing.T) {
 	// ways to say where the data is, and each works.
 	keyID := regexp.MustCompile(`key_[0-9a-f]+`).FindString(printed[1])
 	reveal := []string{filepath.Join(built, "tollgate"), "admin", "--url", g.URL, "key", "reveal", keyID}
-	_, errOut, code := runIn(nil, reveal...)
+	_, errOut, code := runIn(t, elsewhere, nil, reveal...)
 	if code != 1 || !strings.Contains(errOut, "--data-dir") || !strings.Contains(errOut, "TOLLGATE_DATA_DIR") {
 		t.Fatalf("no data dir: exit %d, stderr %q", code, errOut)
 	}
@@ -341,7 +331,7 @@ func TestBinaryAdminFromAnotherFolder(t *testing.T) {
 		{"TOLLGATE_DATA_DIR", []string{"TOLLGATE_DATA_DIR=" + data}, reveal},
 		{"--data-dir", nil, append(slices.Clone(reveal), "--data-dir", data)},
 	} {
-		if got, errOut, code := runIn(tc.env, tc.args...); code != 0 || !strings.Contains(got, "key: "+raw[1]) {
+		if got, errOut, code := runIn(t, elsewhere, tc.env, tc.args...); code != 0 || !strings.Contains(got, "key: "+raw[1]) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.desc, code, got, errOut)
 		}
 	}

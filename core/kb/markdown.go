@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"net/url"
 	"path"
 	"regexp"
@@ -383,17 +384,12 @@ func readSource(n *yaml.Node) (*store.PageSource, error) {
 // page is about, for the index's headings field.
 func Headings(body string) []string {
 	var out []string
-	inFence := false
-	for _, line := range strings.Split(body, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			inFence = !inFence
-			continue
-		}
+	for line := range outsideFences(body) {
 		// Up to three spaces may lead a heading; more, or a tab, is code.
-		if lead := len(line) - len(strings.TrimLeft(line, " ")); inFence || lead > 3 || !strings.HasPrefix(line[lead:], "#") {
+		if lead := len(line) - len(strings.TrimLeft(line, " ")); lead > 3 || !strings.HasPrefix(line[lead:], "#") {
 			continue
 		}
+		t := strings.TrimSpace(line)
 		level := len(t) - len(strings.TrimLeft(t, "#"))
 		rest := t[level:]
 		if level > 6 || rest != "" && rest[0] != ' ' && rest[0] != '\t' {
@@ -406,4 +402,21 @@ func Headings(body string) []string {
 		}
 	}
 	return out
+}
+
+// outsideFences yields the lines of a Markdown body that are not in a
+// fenced code block (``` or ~~~), the fences themselves left out.
+func outsideFences(body string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		inFence := false
+		for _, line := range strings.Split(body, "\n") {
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+				inFence = !inFence
+				continue
+			}
+			if !inFence && !yield(line) {
+				return
+			}
+		}
+	}
 }
