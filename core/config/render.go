@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/money"
 )
 
@@ -327,7 +327,7 @@ func mask(s string) string {
 	if s == "" {
 		return ""
 	}
-	return fmt.Sprintf("<secret, %d characters>", len(s))
+	return "<secret, " + english.Count(len(s), "character") + ">"
 }
 
 func maskSettings(in map[string]string) map[string]string {
