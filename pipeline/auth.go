@@ -162,8 +162,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms
 
 // QuotaError is the 402 of an exhausted balance, saying where credit
 // comes from.
-func QuotaError(cfg *config.Config) *apierr.Error {
-	return apierr.New(apierr.QuotaExceeded, msgNoBalance+TopUpHint(cfg))
+func QuotaError(cfg *config.Config, r *http.Request) *apierr.Error {
+	return apierr.New(apierr.QuotaExceeded, msgNoBalance+TopUpHint(cfg, r))
 }
 
 type authStage struct {
@@ -206,7 +206,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		}
 		c.Wallet = w
 		if w.Balance <= 0 {
-			return QuotaError(s.cfg)
+			return QuotaError(s.cfg, c.Request)
 		}
 	}
 	if s.limits != nil && !c.Uncounted {

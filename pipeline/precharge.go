@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
@@ -161,7 +162,7 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what 
 				}
 			}
 		}
-		return apierr.New(apierr.QuotaExceeded, msg+"; "+TopUpHint(s.cfg))
+		return apierr.New(apierr.QuotaExceeded, msg+"; "+TopUpHint(s.cfg, c.Request))
 	}
 	if errors.Is(err, store.ErrUnavailable) {
 		// Fail closed: a call whose charge cannot be recorded is not served.
@@ -177,11 +178,28 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what 
 	return nil
 }
 
-// TopUpHint says where credit comes from: the billing page when the
-// gateway has one (server.billing_url), else the operator.
-func TopUpHint(cfg *config.Config) string {
-	if cfg != nil && cfg.Server.BillingURL != "" {
+// TopUpHint says where credit comes from: the operator's top-up page
+// (server.billing_url), else the console's billing page when the console
+// runs (on its own listener, or on the API's: then at public_url, else
+// the host r reached), else the operator.
+func TopUpHint(cfg *config.Config, r *http.Request) string {
+	switch {
+	case cfg == nil:
+	case cfg.Server.BillingURL != "":
 		return "top up at " + cfg.Server.BillingURL
+	case cfg.Console.Enabled:
+		base := cfg.Server.PublicURL
+		scheme := "http"
+		if r != nil && r.TLS != nil {
+			scheme = "https"
+		}
+		switch {
+		case cfg.Console.Listen != "":
+			base = scheme + "://" + cfg.Console.Listen
+		case base == "" && r != nil:
+			base = scheme + "://" + r.Host
+		}
+		return "top up from the console's billing page, " + base + "/console/billing"
 	}
 	return "ask the gateway's operator to add credit"
 }

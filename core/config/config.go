@@ -71,9 +71,9 @@ type Server struct {
 	// domain when TLS is on, else the request's own host.
 	PublicURL string
 	// BillingURL is the top-up page ({billing_url}); a 402 tells the
-	// client to top up there. Empty means the gateway has none, and a
-	// 402 says to ask the operator for credit. A console serving a
-	// billing page is to fill it when the operator left it empty.
+	// client to top up there. Empty means the gateway has none: a 402
+	// names the console's billing page when the console runs, else says
+	// to ask the operator for credit.
 	BillingURL string
 	// HTTPListen serves plain HTTP beside HTTPS: ACME HTTP-01 challenges
 	// and a redirect of everything else to HTTPS. Default ":80" with

@@ -96,9 +96,9 @@ func (b *banner) signupLine() string {
 	case config.SignupOpen:
 		return "sign up there: a new account holds " + b.cfg.Accounts.SignupCredit.String() + " credits"
 	case config.SignupInvite:
-		return "sign-up by invitation; tollgate admin user create adds people"
+		return "sign-up by invitation; " + b.adminCmd("user create") + " adds people"
 	}
-	return "tollgate admin user create adds people"
+	return b.adminCmd("user create") + " adds people"
 }
 
 // reach is the address this machine reaches the gateway at: the bound

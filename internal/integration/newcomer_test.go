@@ -36,7 +36,7 @@ func TestNewcomerErrors(t *testing.T) {
 		for _, want := range []string{
 			"the model's default output reservation of 8192 tokens, held because the request sent no max_tokens",
 			"more than the account's available balance of 0.001 credits",
-			"ask the gateway's operator to add credit",
+			"top up from the console's billing page, " + g.URL + "/console/billing", // the embedded default runs the console
 		} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("402 message lacks %q:\n%s", want, msg)
@@ -62,12 +62,15 @@ func TestNewcomerErrors(t *testing.T) {
 		}
 	})
 
-	t.Run("402 at authentication says whom to ask", func(t *testing.T) {
+	t.Run("402 at authentication says where to top up", func(t *testing.T) {
 		empty := g.Account("0")
 		_, ek := g.Key(empty, nil)
 		c := do(t, "POST", chat, bearer(ek), chatBody("sim-chat", "hi", ""))
-		if _, _, msg := c.errorOf(t); c.Status != 402 || !strings.Contains(msg, "a new key does not help") || !strings.HasSuffix(msg, "ask the gateway's operator to add credit") {
+		if _, _, msg := c.errorOf(t); c.Status != 402 || !strings.Contains(msg, "a new key does not help") || !strings.HasSuffix(msg, g.URL+"/console/billing") {
 			t.Fatalf("%d %s", c.Status, c.Body)
+		}
+		if c := do(t, "GET", g.URL+"/console/billing", nil, ""); c.Status >= 400 {
+			t.Fatalf("the billing page it names: %d", c.Status)
 		}
 	})
 
@@ -169,12 +172,16 @@ func TestNewcomerErrors(t *testing.T) {
 	})
 }
 
-// The top-up hint names server.billing_url when the operator has one.
+// The top-up hint names server.billing_url when the operator has one,
+// else (no console either) says to ask the operator.
 func TestNewcomerBillingURL(t *testing.T) {
-	g := startGateway(t, testgw.Options{Config: `
-server {
+	for _, tc := range []struct{ server, want string }{
+		{`server {
   billing_url = "https://billing.example.com/top-up"
-}
+}`, "top up at https://billing.example.com/top-up"},
+		{"", "ask the gateway's operator to add credit"},
+	} {
+		g := startGateway(t, testgw.Options{Config: tc.server + `
 model "sim-chat" {
   price {
     input  = "0.10"
@@ -187,11 +194,12 @@ channel "sim" {
   models    = ["sim-chat"]
 }
 `})
-	for _, credit := range []string{"0", "0.0001"} {
-		_, key := g.Key(g.Account(credit), nil)
-		c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "hi", ""))
-		if _, _, msg := c.errorOf(t); c.Status != 402 || !strings.HasSuffix(msg, "top up at https://billing.example.com/top-up") {
-			t.Errorf("credit %s: %d %s", credit, c.Status, c.Body)
+		for _, credit := range []string{"0", "0.0001"} {
+			_, key := g.Key(g.Account(credit), nil)
+			c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "hi", ""))
+			if _, _, msg := c.errorOf(t); c.Status != 402 || !strings.HasSuffix(msg, tc.want) {
+				t.Errorf("credit %s: %d %s, want it to end %q", credit, c.Status, c.Body, tc.want)
+			}
 		}
 	}
 }
