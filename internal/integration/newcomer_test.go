@@ -78,13 +78,13 @@ func TestNewcomerErrors(t *testing.T) {
 		c := do(t, "POST", chat, bearer(key), chatBody("sim-image", "hi", ""))
 		code, _, msg := c.errorOf(t)
 		if c.Status != 503 || code != "no_channel_available" ||
-			msg != "the model 'sim-image' is an image model and has no channel on this chat endpoint; call it with POST /v1/images/generations" {
+			msg != "the model 'sim-image' is an image model and has no channel on this endpoint (it serves chat models); call it with POST /v1/images/generations" {
 			t.Fatalf("%d %s", c.Status, c.Body)
 		}
 		c = do(t, "POST", g.URL+"/v1/images/generations", bearer(key), `{"model":"sim-chat","prompt":"a cat"}`)
 		code, _, msg = c.errorOf(t)
 		if c.Status != 503 || code != "no_channel_available" ||
-			msg != "the model 'sim-chat' is a chat model and has no channel on this image endpoint; call it with POST /v1/chat/completions" {
+			msg != "the model 'sim-chat' is a chat model and has no channel on this endpoint (it serves image models); call it with POST /v1/chat/completions" {
 			t.Fatalf("%d %s", c.Status, c.Body)
 		}
 	})
