@@ -12,8 +12,12 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME  ?= 2000x
+# make run serves /metrics here (a loopback listener of its own).
+METRICS_LISTEN ?= 127.0.0.1:9090
+# make test lists packages as they finish and sums up at the end.
+GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.13.0
 
-.PHONY: all build plugins run test test-unit fuzz bench proto lint clean deps
+.PHONY: all build plugins run install test test-setup fuzz bench proto lint clean deps
 
 all: build
 
@@ -28,19 +32,33 @@ build: deps plugins
 plugins: deps
 	@mkdir -p $(BIN)
 	@for p in $(PLUGINS); do \
+		echo "building $(BIN)/tollgate-plugin-$$p"; \
 		$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-plugin-$$p ./cmd/tollgate-plugin-$$p || exit 1; \
 	done
 
 run: build
-	./$(BIN)/tollgate serve
+	./$(BIN)/tollgate serve --metrics-listen $(METRICS_LISTEN)
+
+# tollgate and its plugins (which sit beside it) into $GOBIN, or
+# $GOPATH/bin, for those who want `tollgate` on their PATH.
+install: deps
+	$(GO) install $(GOFLAGS_B) -ldflags "$(LDFLAGS)" ./cmd/tollgate $(PLUGINS:%=./cmd/tollgate-plugin-%)
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
+		echo "installed tollgate and its plugins into $$dir"; \
+		case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: add it (export PATH=\"$$dir:\$$PATH\")";; esac
 
 # Unit, integration (real binary and plugin processes) and conformance tests
-# with the race detector; each micro-benchmark once so none can rot; short
-# fuzz runs of the decoders and translators.
-test: deps lint
-	$(GO) test -race -count=1 -timeout 20m ./...
+# with the race detector, each package listed as it finishes; each
+# micro-benchmark once so none can rot; short fuzz runs of the decoders and
+# translators. test-setup says what the tests need and installs it when it
+# can (README: "What make test sets up").
+test: deps lint test-setup
+	$(GOTESTSUM) --format pkgname -- -race -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
 	$(MAKE) fuzz
+
+test-setup:
+	@./.ci/test-setup.sh
 
 fuzz:
 	@./.ci/fuzz.sh $(FUZZTIME)

@@ -15,12 +15,13 @@ import (
 // model in the registry, then checks the key's allowlist (registry first:
 // an unknown model is model_not_found even for a restricted key).
 type allowlistStage struct {
-	cfg   *config.Config
-	files FileHost
+	cfg    *config.Config
+	files  FileHost
+	routes map[string]string // family -> the route that serves it
 }
 
 func newAllowlist(d *Deps, _ map[string]string) (Stage, error) {
-	return &allowlistStage{cfg: d.Config, files: d.Files}, nil
+	return &allowlistStage{cfg: d.Config, files: d.Files, routes: familyRoutes(d.Families)}, nil
 }
 
 func (s *allowlistStage) Name() string { return "allowlist" }
@@ -58,14 +59,14 @@ func (s *allowlistStage) Serve(ctx context.Context, c *Call) error {
 	}
 	m, ok := s.cfg.Model(c.ModelID)
 	if !ok {
-		return apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", c.ModelID)
+		return UnknownModel(s.cfg, c.Key, c.ModelID)
 	}
 	c.Model = m
 	if !Allowed(c.Key, m) {
 		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", c.ModelID)
 	}
-	if m.Family != "" && m.Family != "chat" {
-		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is a %s model and has no channel on this chat endpoint", c.ModelID, m.Family)
+	if m.Family != "" && m.Family != config.DefaultFamily {
+		return otherFamily(s.routes, c.ModelID, m, []string{config.DefaultFamily})
 	}
 	return nil
 }

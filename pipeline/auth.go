@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/keys"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/store"
@@ -16,12 +17,12 @@ import (
 
 // The five messages of the spec's Authentication part.
 const (
-	msgMissing        = "authentication failed: missing or malformed api key (send it as Authorization: Bearer " + keys.Prefix + "...)"
+	msgMissing        = "authentication failed: missing or malformed api key"
 	msgInvalid        = "authentication failed: invalid api key"
 	msgRevoked        = "authentication failed: api key revoked"
 	msgExpired        = "authentication failed: api key expired"
 	msgAccountBlocked = "authentication failed: account is not active"
-	msgNoBalance      = "insufficient balance: the account's balance is exhausted; top up to continue (all keys of an account share one balance, so a new key does not help)"
+	msgNoBalance      = "insufficient balance: the account's balance is exhausted (all keys of an account share one balance, so a new key does not help); "
 )
 
 // KeyForms says which of the key forms an endpoint accepts.
@@ -69,6 +70,21 @@ func ExtractKey(r *http.Request, forms KeyForms) (raw string, found bool) {
 	return "", false
 }
 
+// keyHint names the headers a client of protocol p sends its key in, as
+// its vendor's own clients do, then the form every endpoint takes.
+func keyHint(forms KeyForms, p protocol.ID) string {
+	const key = keys.Prefix + "..."
+	switch {
+	case forms == GoogleForms:
+		return "x-goog-api-key: " + key + ", the query parameter ?key=" + key + ", or Authorization: Bearer " + key
+	case p == protocol.AnthropicMessages:
+		return "x-api-key: " + key + " or Authorization: Bearer " + key
+	case forms == HeaderForms:
+		return "Authorization: Bearer " + key + " or x-api-key: " + key
+	}
+	return "Authorization: Bearer " + key
+}
+
 // Authenticator resolves a request's key to a key record and its account.
 // The server uses it for endpoints outside the chat chain too.
 type Authenticator struct {
@@ -111,11 +127,12 @@ func (a *Authenticator) Used(ctx context.Context, k *store.Key) {
 }
 
 // Authenticate checks the key and the account. The error is a 401 with one
-// of the five messages, or a 500 when the store fails (fail closed).
-func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms KeyForms) (*store.Key, *store.Account, error) {
+// of the five messages, or a 500 when the store fails (fail closed); a
+// missing key's message shows how protocol p's clients send it.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms KeyForms, p protocol.ID) (*store.Key, *store.Account, error) {
 	raw, _ := ExtractKey(r, forms)
 	if !keys.WellFormed(raw) {
-		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgMissing)
+		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgMissing+" (send it as "+keyHint(forms, p)+")")
 	}
 	k, err := a.store.KeyByHash(ctx, keys.Hash(raw))
 	if errors.Is(err, store.ErrNotFound) {
@@ -143,17 +160,21 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms
 	return &k, &acct, nil
 }
 
-// QuotaError is the 402 of an exhausted balance.
-func QuotaError() *apierr.Error { return apierr.New(apierr.QuotaExceeded, msgNoBalance) }
+// QuotaError is the 402 of an exhausted balance, saying where credit
+// comes from.
+func QuotaError(cfg *config.Config, r *http.Request) *apierr.Error {
+	return apierr.New(apierr.QuotaExceeded, msgNoBalance+TopUpHint(cfg, r))
+}
 
 type authStage struct {
+	cfg    *config.Config
 	auth   *Authenticator
 	store  store.Store
 	limits Limiter
 }
 
 func newAuth(d *Deps, _ map[string]string) (Stage, error) {
-	s := &authStage{auth: d.Auth, store: d.Store}
+	s := &authStage{cfg: d.Config, auth: d.Auth, store: d.Store}
 	if s.auth == nil {
 		s.auth = NewAuthenticator(d.Store, d.Now)
 	}
@@ -170,7 +191,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 	if c.Protocol == protocol.GeminiNative {
 		forms = GoogleForms
 	}
-	k, acct, err := s.auth.Authenticate(ctx, c.Request, forms)
+	k, acct, err := s.auth.Authenticate(ctx, c.Request, forms, c.Protocol)
 	if err != nil {
 		return err
 	}
@@ -185,7 +206,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		}
 		c.Wallet = w
 		if w.Balance <= 0 {
-			return QuotaError()
+			return QuotaError(s.cfg, c.Request)
 		}
 	}
 	if s.limits != nil && !c.Uncounted {

@@ -20,13 +20,15 @@ type Deps struct {
 	Config  *config.Config
 	Store   store.Store
 	Vendors map[string]vendor.Vendor // by plugin name
-	// Jobs are the plugins serving endpoint families, by plugin name.
-	Jobs   map[string]vendor.Jobs
-	Logger hclog.Logger
-	Now    func() time.Time
-	Limits Limiter // account rpm and concurrency; nil = unlimited
-	Health *Health // channel circuit breakers
-	Auth   *Authenticator
+	// Jobs are the plugins serving endpoint families, by plugin name;
+	// Families are the families they describe, with their routes.
+	Jobs     map[string]vendor.Jobs
+	Families []*vendor.FamilySpec
+	Logger   hclog.Logger
+	Now      func() time.Time
+	Limits   Limiter // account rpm and concurrency; nil = unlimited
+	Health   *Health // channel circuit breakers
+	Auth     *Authenticator
 	// Redact masks upstream error messages shown to clients; nil means
 	// RedactorFor(Config).
 	Redact *redact.Redactor

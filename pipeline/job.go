@@ -90,6 +90,14 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 	if err := s.readJobBody(ctx, c); err != nil {
 		return err
 	}
+	// The model first: a call refused for another field still names it
+	// in its row.
+	if m := gjson.GetBytes(j.Body, "model"); m.Exists() && m.Type != gjson.Null {
+		if m.Type != gjson.String {
+			return apierr.New(apierr.InvalidRequest, "model: want a string")
+		}
+		c.ModelID = m.Str
+	}
 	first := j.Routes[0]
 	switch first.Route.Async {
 	case vendor.AsyncAlways:
@@ -107,12 +115,6 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 		// A synchronous call's uploads are not needed once it answered.
 		files := j.Files
 		c.Defer(func() { s.files.Discard(context.WithoutCancel(ctx), files) })
-	}
-	if m := gjson.GetBytes(j.Body, "model"); m.Exists() && m.Type != gjson.Null {
-		if m.Type != gjson.String {
-			return apierr.New(apierr.InvalidRequest, "model: want a string")
-		}
-		c.ModelID = m.Str
 	}
 	implied := c.ModelID == "" && first.Route.Model != ""
 	if implied {
@@ -134,7 +136,7 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 	}
 	m, ok := s.cfg.Model(c.ModelID)
 	if !ok {
-		return apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", c.ModelID)
+		return UnknownModel(s.cfg, c.Key, c.ModelID)
 	}
 	c.Model = m
 	// A gated route's implied model needs no allowlist entry of its own:
@@ -148,8 +150,7 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 		for k, r := range j.Routes {
 			names[k] = r.Spec.Name
 		}
-		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' is a %s model and has no channel on this endpoint (it serves %s models)",
-			c.ModelID, m.Family, strings.Join(names, ", "))
+		return otherFamily(s.routes, c.ModelID, m, names)
 	}
 	j.Spec, j.Route = j.Routes[i].Spec, j.Routes[i].Route
 	j.Billing = j.Spec.BillingOf(&j.Route)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/store"
@@ -110,6 +111,14 @@ func (s *logStage) settleUnbooked(ctx context.Context, c *Call, st store.Settlem
 
 func (s *logStage) row(c *Call) *store.LogRow {
 	now := s.now()
+	if c.ModelID == "" {
+		// Refused before the body was read (a 402 at authentication,
+		// a missing anthropic-version, a bad field): the row keeps the
+		// model the body names, so a model= filter finds it.
+		if m := gjson.GetBytes(c.Body, "model"); m.Type == gjson.String {
+			c.ModelID = m.Str
+		}
+	}
 	r := &store.LogRow{
 		AccountID:    c.Key.AccountID,
 		CreatedAt:    now,

@@ -3,10 +3,14 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strconv"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/redact"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
@@ -19,6 +23,7 @@ const holdOutputCap = 32768
 // plus the explicit max tokens, or min(default_max_tokens, 32768) when they
 // are omitted (then the on-wire value is raised to the model ceiling).
 type prechargeStage struct {
+	cfg   *config.Config
 	store store.Store
 	jobs  map[string]vendor.Jobs
 	red   *redact.Redactor
@@ -29,7 +34,7 @@ func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
 	if red == nil {
 		red = RedactorFor(d.Config)
 	}
-	return &prechargeStage{store: d.Store, jobs: d.Jobs, red: red}, nil
+	return &prechargeStage{cfg: d.Config, store: d.Store, jobs: d.Jobs, red: red}, nil
 }
 
 func (s *prechargeStage) Name() string { return "precharge" }
@@ -53,7 +58,7 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 	if !ok {
 		// Beyond the largest amount: more than any balance can be.
 		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost more than "+amount.String()+
-			" credits (input estimate plus max tokens), more than any balance; lower max_tokens")
+			" credits ("+s.heldTokens(c)+"), more than any balance; lower "+maxTokensField(c.Protocol))
 	}
 	h := store.Hold{
 		ID:          c.ID,
@@ -66,7 +71,47 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 		SubmittedAt: c.Start,
 		SpendCap:    c.Key.SpendCap,
 	}
-	return s.place(ctx, c, h, "input estimate plus max tokens", "lower max_tokens or top up")
+	return s.place(ctx, c, h, s.heldTokens(c), func(available money.Nano) string {
+		return s.tokensThatFit(c, available)
+	})
+}
+
+// heldTokens says what a chat hold covers, in the client's own field
+// names: the output reservation is the client's max tokens, or the
+// model's default when the request sent none.
+func (s *prechargeStage) heldTokens(c *Call) string {
+	in := "an input estimate of " + english.Count(int(c.Estimated), "token")
+	if c.Req.MaxTokens > 0 {
+		return in + " plus " + english.Count(int(c.HoldMax), "output token") + " (" + maxTokensField(c.Protocol) + "), at the model's prices"
+	}
+	return in + " plus the model's default output reservation of " + english.Count(int(c.HoldMax), "token") +
+		", held because the request sent no " + maxTokensField(c.Protocol)
+}
+
+// tokensThatFit says the largest max tokens the available balance pays
+// for with this input, or that the input alone is beyond it.
+func (s *prechargeStage) tokensThatFit(c *Call, available money.Nano) string {
+	in, _ := TokenCost(c.Model.Price, c.Estimated, 0, 0, 0)
+	rest, _ := money.Sub(available, in)
+	n := money.CountWithin(rest, c.Model.Price.Output)
+	switch {
+	case n < 1:
+		return "the input alone costs " + in.String() + " credits, more than that; shorten the conversation"
+	case n < c.HoldMax:
+		return maxTokensField(c.Protocol) + " up to " + strconv.FormatInt(n, 10) + " would fit"
+	}
+	return ""
+}
+
+// maxTokensField is the client protocol's name of its max tokens field.
+func maxTokensField(p protocol.ID) string {
+	switch p {
+	case protocol.OpenAIResponses:
+		return "max_output_tokens"
+	case protocol.GeminiNative:
+		return "generationConfig.maxOutputTokens"
+	}
+	return "max_tokens"
 }
 
 // holdJob holds what a job's planned units cost; an async job's hold
@@ -89,13 +134,15 @@ func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
 		Model: c.Model.ID, UnitType: j.Billing.UnitType, Amount: amount, SubmittedAt: c.Start, TaskID: j.TaskID,
 		SpendCap: c.Key.SpendCap,
 	}
-	return s.place(ctx, c, h, "its units at the model's price", "top up")
+	return s.place(ctx, c, h, "its units at the model's price", nil)
 }
 
 // place reserves h, or refuses the call with 402: beyond the account's
 // available balance, or beyond the key's spend cap (cap minus spent minus
-// the key's open holds, decided by the store with the hold).
-func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what, fix string) error {
+// the key's open holds, decided by the store with the hold). what says
+// what the hold covers; fits, when set, says what would fit the
+// available balance.
+func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what string, fits func(available money.Nano) string) error {
 	w, err := s.store.PlaceHold(ctx, h)
 	if errors.Is(err, store.ErrSpendCap) {
 		return apierr.New(apierr.QuotaExceeded, "spend cap reached: this request may cost up to "+h.Amount.String()+
@@ -103,8 +150,19 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what,
 			" (the cap minus what the key spent and holds for calls in flight); ask an admin to raise it")
 	}
 	if errors.Is(err, store.ErrInsufficient) {
-		return apierr.New(apierr.QuotaExceeded, "insufficient balance: this request may cost up to "+h.Amount.String()+
-			" credits ("+what+"), more than the account's available balance; "+fix)
+		msg := "insufficient balance: this request may cost up to " + h.Amount.String() + " credits (" + what + "), more than the account's available balance"
+		// The balance is read again for the message only: a store that
+		// fails here leaves the figures out, not the refusal.
+		if w, err := s.store.GetWallet(ctx, h.AccountID); err == nil {
+			available := max(w.Available(), 0)
+			msg += " of " + available.String() + " credits"
+			if fits != nil {
+				if f := fits(available); f != "" {
+					msg += "; " + f
+				}
+			}
+		}
+		return apierr.New(apierr.QuotaExceeded, msg+"; "+TopUpHint(s.cfg, c.Request))
 	}
 	if errors.Is(err, store.ErrUnavailable) {
 		// Fail closed: a call whose charge cannot be recorded is not served.
@@ -118,6 +176,32 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what,
 	c.Wallet = w
 	c.Hold = &h
 	return nil
+}
+
+// TopUpHint says where credit comes from: the operator's top-up page
+// (server.billing_url), else the console's billing page when the console
+// runs (on its own listener, or on the API's: then at public_url, else
+// the host r reached), else the operator.
+func TopUpHint(cfg *config.Config, r *http.Request) string {
+	switch {
+	case cfg == nil:
+	case cfg.Server.BillingURL != "":
+		return "top up at " + cfg.Server.BillingURL
+	case cfg.Console.Enabled:
+		base := cfg.Server.PublicURL
+		scheme := "http"
+		if r != nil && r.TLS != nil {
+			scheme = "https"
+		}
+		switch {
+		case cfg.Console.Listen != "":
+			base = scheme + "://" + cfg.Console.Listen
+		case base == "" && r != nil:
+			base = scheme + "://" + r.Host
+		}
+		return "top up from the console's billing page, " + base + "/console/billing"
+	}
+	return "ask the gateway's operator to add credit"
 }
 
 // TokenCost prices token usage: cached input at cached_input (input when

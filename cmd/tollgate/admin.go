@@ -130,7 +130,7 @@ func adminGlobalFlags(env bool) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:8080", EnvVars: envs("TOLLGATE_URL"), Usage: "gateway address", Category: cat},
 		&cli.StringFlag{Name: "token", EnvVars: envs("TOLLGATE_ADMIN_TOKEN"), Usage: "admin token (default: <data-dir>/admin.token)", Category: cat},
-		&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the gateway's data directory, where admin.token is when no token is given", Category: cat},
+		&cli.StringFlag{Name: "data-dir", Value: "./data", EnvVars: envs("TOLLGATE_DATA_DIR"), Usage: "the gateway's data directory, where admin.token is when no token is given", Category: cat},
 		&cli.BoolFlag{Name: "json", Usage: "print the API's JSON as it is", Category: cat},
 	}
 }
@@ -145,21 +145,29 @@ func addGlobalFlags(cmds []*cli.Command) {
 // global reads an admin flag where it was given last on the command line
 // (nearest the subcommand), else from the environment, else its default.
 func global(c *cli.Context, name string) string {
-	for _, x := range c.Lineage() {
-		if x.Command != nil && x.IsSet(name) {
-			return x.String(name)
-		}
+	if x := givenAt(c, name); x != nil {
+		return x.String(name)
 	}
 	return c.String(name)
 }
 
 func globalJSON(c *cli.Context) bool {
-	for _, x := range c.Lineage() {
-		if x.Command != nil && x.IsSet("json") {
-			return x.Bool("json")
-		}
+	if x := givenAt(c, "json"); x != nil {
+		return x.Bool("json")
 	}
 	return false
+}
+
+// givenAt is the command, nearest the subcommand, at which an admin flag
+// was given on the command line or by its environment variable; nil when
+// it was not.
+func givenAt(c *cli.Context, name string) *cli.Context {
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.IsSet(name) {
+			return x
+		}
+	}
+	return nil
 }
 
 // adminAccount, adminKey and adminWallet mirror the admin API's JSON, for the human output.
@@ -325,7 +333,7 @@ func adminKeyCreate(c *cli.Context) error {
 	return adminCall(c, http.MethodPost, "/accounts/"+id+"/keys", body, &k, func(w io.Writer) {
 		adminPrintKey(w, k, false)
 		if k.Revealable {
-			fmt.Fprintf(w, "\nThe raw key is shown once here; store it now (an admin can print it again with: tollgate admin key reveal %s).\n", k.ID)
+			fmt.Fprintf(w, "\nThe raw key is shown once here; store it now (an admin can print it again with: %s admin key reveal %s).\n", self(c), k.ID)
 		} else {
 			fmt.Fprintln(w, "\nThe raw key is shown once; store it now.")
 		}
@@ -518,20 +526,30 @@ func adminAllowlist(c *cli.Context, body map[string]any) error {
 	return nil
 }
 
-// adminWithID takes the command's one positional argument and lets flags follow
-// it (`account credit ID --amount 5`): urfave/cli stops at the first
-// argument, so the rest is parsed here over the flags already given. That is
-// also why no flag after an id can be marked Required.
+// adminWithID takes the command's one positional argument, an id, and
+// lets flags follow it (`account credit ID --amount 5`).
 func adminWithID(c *cli.Context, what string) (*cli.Context, string, error) {
-	if c.NArg() == 0 {
-		return nil, "", fmt.Errorf("%s: missing %s", cmdPath(c), what)
+	c, id, err := positional(c, what)
+	if err != nil {
+		return nil, "", err
 	}
-	id, rest := c.Args().First(), c.Args().Tail()
 	if strings.TrimSpace(id) == "" || strings.Contains(id, "/") {
 		return nil, "", fmt.Errorf("%s: %q is not a valid %s", cmdPath(c), id, what)
 	}
+	return c, id, nil
+}
+
+// positional takes the command's one positional argument and lets flags
+// follow it (`kb import ./notes --kb team`): urfave/cli stops at the first
+// argument, so the rest is parsed here over the flags already given. That
+// is also why no flag after it can be marked Required.
+func positional(c *cli.Context, what string) (*cli.Context, string, error) {
+	if c.NArg() == 0 {
+		return nil, "", fmt.Errorf("%s: missing %s", cmdPath(c), what)
+	}
+	arg, rest := c.Args().First(), c.Args().Tail()
 	if len(rest) == 0 {
-		return c, id, nil
+		return c, arg, nil
 	}
 	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
 	set.SetOutput(io.Discard)
@@ -549,7 +567,7 @@ func adminWithID(c *cli.Context, what string) (*cli.Context, string, error) {
 		}
 	}
 	err := set.Parse(rest)
-	// -h after the id: ErrHelp, or the help flag set when urfave added it.
+	// -h after the argument: ErrHelp, or the help flag set when urfave added it.
 	if h := set.Lookup("help"); errors.Is(err, flag.ErrHelp) || (err == nil && h != nil && h.Value.String() == "true") {
 		if err := cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name); err != nil {
 			return nil, "", err
@@ -564,7 +582,7 @@ func adminWithID(c *cli.Context, what string) (*cli.Context, string, error) {
 	}
 	c2 := cli.NewContext(c.App, set, c)
 	c2.Command = c.Command
-	return c2, id, nil
+	return c2, arg, nil
 }
 
 func adminAmount(flagName, s string) (string, error) {
@@ -614,7 +632,7 @@ func adminCall(c *cli.Context, method, path string, body, out any, human func(io
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return fmt.Errorf("no gateway answers at %s (%v); is tollgate serve running? Point --url (or $TOLLGATE_URL) at its listen address", strings.TrimSuffix(base, adminPrefix), op.Err)
+			return fmt.Errorf("no gateway answers at %s (%v); is "+self(c)+" serve running? Point --url (or $TOLLGATE_URL) at its listen address", strings.TrimSuffix(base, adminPrefix), op.Err)
 		}
 		return fmt.Errorf("admin API at %s: %w", base, err)
 	}
@@ -663,19 +681,51 @@ func adminEndpoint(c *cli.Context) (string, string, error) {
 	}
 	token := strings.TrimSpace(global(c, "token"))
 	if token == "" {
-		path := filepath.Join(global(c, "data-dir"), "admin.token")
-		b, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", "", fmt.Errorf("no admin token: %s does not exist (tollgate serve writes it into its data directory); pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory", path)
-		}
-		if err != nil {
-			return "", "", fmt.Errorf("no admin token: pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory (%v)", err)
-		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return "", "", fmt.Errorf("no admin token: %s is empty", path)
+		var err error
+		if token, err = adminTokenFile(c); err != nil {
+			return "", "", err
 		}
 	}
 	return base + adminPrefix, token, nil
+}
+
+// adminTokenFile reads the admin token the gateway wrote into its data
+// directory: --data-dir (or TOLLGATE_DATA_DIR), else ./data, else the
+// data folder beside the binary's own folder (make run's bin/ and data/),
+// so the CLI finds it from any folder.
+func adminTokenFile(c *cli.Context) (string, error) {
+	dirs := []string{global(c, "data-dir")}
+	if givenAt(c, "data-dir") == nil {
+		if exe, err := os.Executable(); err == nil {
+			beside := filepath.Join(filepath.Dir(filepath.Dir(exe)), "data")
+			if abs, _ := filepath.Abs(dirs[0]); abs != beside {
+				dirs = append(dirs, beside)
+			}
+		}
+	}
+	var tried []string
+	for _, d := range dirs {
+		path := filepath.Join(d, "admin.token")
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			tried = append(tried, path)
+			continue
+		case err != nil:
+			return "", fmt.Errorf("no admin token: reading %s: %v; pass --token (or TOLLGATE_ADMIN_TOKEN)", path, err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", fmt.Errorf("no admin token: %s is empty", path)
+	}
+	missing := tried[0] + " does not exist"
+	if len(tried) > 1 {
+		missing = "neither " + strings.Join(tried, " nor ") + " exists"
+	}
+	return "", fmt.Errorf("no admin token: %s (%s serve writes admin.token into its data directory); "+
+		"point --data-dir or TOLLGATE_DATA_DIR at the gateway's data directory, or pass --token (or TOLLGATE_ADMIN_TOKEN)",
+		missing, self(c))
 }
 
 // adminPrefix is where the admin API is mounted.

@@ -290,7 +290,7 @@ func adminAgentIssueKey(c *cli.Context) error {
 	var k adminKey
 	return adminCall(c, http.MethodPost, "/agents/"+id+"/keys", body, &k, func(w io.Writer) {
 		adminPrintKey(w, k, false)
-		fmt.Fprintf(w, "\nThe raw key is shown once here; store it now (an admin can print it again with: tollgate admin key reveal %s).\n", k.ID)
+		fmt.Fprintf(w, "\nThe raw key is shown once here; store it now (an admin can print it again with: %s admin key reveal %s).\n", self(c), k.ID)
 	})
 }
 
@@ -354,7 +354,7 @@ func adminKeyRequestApprove(c *cli.Context) error {
 		if r.Key != nil {
 			fmt.Fprintln(w)
 			adminPrintKey(w, *r.Key, false)
-			fmt.Fprintf(w, "\nThe raw key is shown once here; hand it to %s now (an admin can print it again with: tollgate admin key reveal %s).\n", r.Requester, r.Key.ID)
+			fmt.Fprintf(w, "\nThe raw key is shown once here; hand it to %s now (an admin can print it again with: %s admin key reveal %s).\n", r.Requester, self(c), r.Key.ID)
 		}
 	})
 }

@@ -424,6 +424,7 @@ func TestAdminErrors(t *testing.T) {
 func TestAdminTokenSources(t *testing.T) {
 	t.Setenv("TOLLGATE_ADMIN_TOKEN", "")
 	t.Setenv("TOLLGATE_URL", "")
+	t.Setenv("TOLLGATE_DATA_DIR", "")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "admin.token"), []byte("tok\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -448,8 +449,10 @@ func TestAdminTokenSources(t *testing.T) {
 		{desc: "empty token file", args: []string{"--url", srv.URL, "--data-dir", empty}, err: "no admin token: " + filepath.Join(empty, "admin.token") + " is empty"},
 		{
 			desc: "no token anywhere", args: []string{"--url", srv.URL, "--data-dir", filepath.Join(dir, "nope")},
-			err: "no admin token: " + filepath.Join(dir, "nope", "admin.token") + " does not exist (tollgate serve writes it into its data directory); pass --token, set TOLLGATE_ADMIN_TOKEN, or point --data-dir at the gateway's data directory",
+			err: "no admin token: " + filepath.Join(dir, "nope", "admin.token") + " does not exist (tollgate serve writes admin.token into its data directory); " +
+				"point --data-dir or TOLLGATE_DATA_DIR at the gateway's data directory, or pass --token (or TOLLGATE_ADMIN_TOKEN)",
 		},
+		{desc: "data dir from the environment", env: map[string]string{"TOLLGATE_DATA_DIR": dir}, args: []string{"--url", srv.URL}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,15 @@ import (
 // token from the test's own environment reach it.
 func tollgateCmd(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testgw.Build(t), "tollgate"), args...)
+	return runIn(t, "", env, append([]string{filepath.Join(testgw.Build(t), "tollgate")}, args...)...)
+}
+
+// runIn runs a command line in dir ("" for the test's own folder) with
+// none of the test's TOLLGATE_* or *_API_KEY variables, plus env.
+func runIn(t *testing.T, dir string, env []string, line ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(line[0], line[1:]...)
+	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasSuffix(name, "_API_KEY") && !strings.HasPrefix(name, "TOLLGATE_") {
@@ -69,7 +78,8 @@ func TestBinaryAdmin(t *testing.T) {
 		if code != 0 || errOut != "" || !regexp.MustCompile(`(?m)^key: +sk-tollgate-[0-9a-f]{64}$`).MatchString(out) {
 			t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 		}
-		if !strings.Contains(out, "The raw key is shown once here; store it now (an admin can print it again with: tollgate admin key reveal key_") ||
+		bin := filepath.Join(testgw.Build(t), "tollgate") // the path it was run by, so the command runs as printed
+		if !strings.Contains(out, "The raw key is shown once here; store it now (an admin can print it again with: "+bin+" admin key reveal key_") ||
 			strings.Contains(out, "revealable") {
 			t.Errorf("stdout:\n%s", out)
 		}
@@ -113,7 +123,7 @@ func TestBinaryConfigCheck(t *testing.T) {
 		out, errOut, code := tollgateCmd(t, nil, "config", "check", "--config", example)
 		if code != 0 || !strings.HasPrefix(out, "# The effective configuration of "+example) ||
 			!strings.Contains(out, "# Channels left out with enabled = false: openai-main, anthropic-main.") ||
-			!strings.HasSuffix(errOut, "ok: "+example+" is valid (3 models, 1 channels, vendors: sim)\n") {
+			!strings.HasSuffix(errOut, "ok: "+example+" is valid (3 models, 1 channel, vendors: sim)\n") {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 		// With the keys set, the real channels are on and their plugins configured.
@@ -125,7 +135,7 @@ func TestBinaryConfigCheck(t *testing.T) {
 	})
 	t.Run("the embedded default", func(t *testing.T) {
 		_, errOut, code := tollgateCmd(t, nil, "config", "check", "--quiet")
-		if code != 0 || errOut != "ok: the embedded default is valid (19 models, 1 channels, vendors: sim)\n" {
+		if code != 0 || errOut != "ok: the embedded default is valid (19 models, 1 channel, vendors: sim)\n" {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
@@ -228,7 +238,7 @@ func TestBinaryBanner(t *testing.T) {
 	for _, want := range []string{
 		"Tollgate listening on " + first.URL + "\n",
 		"config:       embedded default",
-		"admin token:  generated into the file " + tokenFile + " (tollgate admin reads it there)\n",
+		"admin token:  generated into the file " + tokenFile + " (" + filepath.Join(testgw.Build(t), "tollgate") + " admin reads it there)\n",
 		"A demo account holds 121.32 trial credit.",
 	} {
 		if !strings.Contains(out, want) {
@@ -257,13 +267,72 @@ func TestBinaryBanner(t *testing.T) {
 
 	second := testgw.Start(t, testgw.Options{DataDir: dir, Env: noToken})
 	out = second.Output()
-	cmdLine := regexp.MustCompile(`print its key again with: (tollgate admin .*key reveal key_[0-9a-f]+)\n`).FindStringSubmatch(out)
+	cmdLine := regexp.MustCompile(`print its key again with: (\S+/tollgate admin .*key reveal key_[0-9a-f]+)\n`).FindStringSubmatch(out)
 	if cmdLine == nil || !strings.Contains(out, "admin token:   in the file "+tokenFile) || strings.Contains(out, "A demo account holds") {
 		t.Fatalf("second banner:\n%s", out)
 	}
-	args := strings.Fields(strings.TrimPrefix(cmdLine[1], "tollgate "))
+	args := strings.Fields(cmdLine[1])[1:]
 	got, errOut, code := tollgateCmd(t, nil, args...)
 	if code != 0 || !strings.Contains(got, "key: "+rawKey[1]) {
 		t.Errorf("%s: exit %d, stdout %q, stderr %q; want the demo key %s", cmdLine[1], code, got, errOut, rawKey[1])
+	}
+}
+
+// After make run (bin/tollgate serve in the repository, data in ./data),
+// the admin commands the banner prints run from any folder: the CLI finds
+// the token in the data folder beside its own bin/, and --data-dir or
+// TOLLGATE_DATA_DIR name the folder for a binary elsewhere; without them
+// the error names both.
+func TestBinaryAdminFromAnotherFolder(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	built := testgw.Build(t)
+	names, _ := filepath.Glob(filepath.Join(built, "tollgate*"))
+	for _, src := range names {
+		dst := filepath.Join(repo, "bin", filepath.Base(src))
+		if err := os.Link(src, dst); err != nil {
+			b, rerr := os.ReadFile(src)
+			if rerr != nil || os.WriteFile(dst, b, 0o755) != nil {
+				t.Fatalf("bin/%s: %v", filepath.Base(src), err)
+			}
+		}
+	}
+	g := testgw.Start(t, testgw.Options{
+		Binary: filepath.Join(repo, "bin", "tollgate"), Dir: repo,
+		Args: []string{"serve", "--listen", "127.0.0.1:0"}, Env: []string{"TOLLGATE_ADMIN_TOKEN=", "TOLLGATE_DATA_DIR="},
+	})
+	out := g.Output()
+	raw := regexp.MustCompile(`(?m)^    (sk-tollgate-[0-9a-f]{64})$`).FindStringSubmatch(out)
+	printed := regexp.MustCompile(`print it again with\s+(\S+ admin [^\n]*key reveal key_[0-9a-f]+)\)`).FindStringSubmatch(out)
+	if raw == nil || printed == nil || !strings.HasPrefix(printed[1], filepath.Join(repo, "bin", "tollgate")+" admin") {
+		t.Fatalf("banner:\n%s", out)
+	}
+	elsewhere := t.TempDir()
+	if got, errOut, code := runIn(t, elsewhere, nil, strings.Fields(printed[1])...); code != 0 || !strings.Contains(got, "key: "+raw[1]) {
+		t.Fatalf("%s, run from %s: exit %d, stdout %q, stderr %q", printed[1], elsewhere, code, got, errOut)
+	}
+
+	// A binary whose folder has no data beside it: the error names both
+	// ways to say where the data is, and each works.
+	keyID := regexp.MustCompile(`key_[0-9a-f]+`).FindString(printed[1])
+	reveal := []string{filepath.Join(built, "tollgate"), "admin", "--url", g.URL, "key", "reveal", keyID}
+	_, errOut, code := runIn(t, elsewhere, nil, reveal...)
+	if code != 1 || !strings.Contains(errOut, "--data-dir") || !strings.Contains(errOut, "TOLLGATE_DATA_DIR") {
+		t.Fatalf("no data dir: exit %d, stderr %q", code, errOut)
+	}
+	data := filepath.Join(repo, "data")
+	for _, tc := range []struct {
+		desc string
+		env  []string
+		args []string
+	}{
+		{"TOLLGATE_DATA_DIR", []string{"TOLLGATE_DATA_DIR=" + data}, reveal},
+		{"--data-dir", nil, append(slices.Clone(reveal), "--data-dir", data)},
+	} {
+		if got, errOut, code := runIn(t, elsewhere, tc.env, tc.args...); code != 0 || !strings.Contains(got, "key: "+raw[1]) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.desc, code, got, errOut)
+		}
 	}
 }

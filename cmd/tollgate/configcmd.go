@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/gateway"
 	"github.com/tollgate-gw/tollgate/pipeline"
 )
@@ -62,8 +63,8 @@ func configCheck(c *cli.Context, stages *pipeline.Registry) error {
 		}
 		fmt.Fprintf(c.App.Writer, "\n%s", config.Render(config.Masked(cfg)))
 	}
-	fmt.Fprintf(c.App.ErrWriter, "ok: %s is valid (%d models, %d channels, vendors: %s)\n",
-		name, len(cfg.Models), len(cfg.Channels), strings.Join(cfg.PluginNames(), ", "))
+	fmt.Fprintf(c.App.ErrWriter, "ok: %s is valid (%s, %s, vendors: %s)\n",
+		name, english.Count(len(cfg.Models), "model"), english.Count(len(cfg.Channels), "channel"), strings.Join(cfg.PluginNames(), ", "))
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/kb"
 )
 
@@ -36,7 +37,7 @@ func kbCommand() *cli.Command {
 					"tags, aliases, confidence, needs_review and source; [[wiki links]] in the body link pages by id,\n" +
 					"title or alias. Source files found beside the pages are uploaded. Pages already in the base\n" +
 					"are updated in place; pages not in the folder are left alone.",
-				ArgsUsage: "DIR",
+				ArgsUsage: "DIR (flags may come before or after it)",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "kb", Usage: "the base's id (required)"},
 					&cli.StringFlag{Name: "readers", Usage: `account ids that may read the base, comma-separated, or "*" for every account`},
@@ -121,12 +122,33 @@ type kbImportSummary struct {
 	Unchanged     int      `json:"unchanged"`
 	Sources       int      `json:"sources"`
 	OutsideLinks  int      `json:"links_outside_folder"`
+	Unresolved    []kbLink `json:"unresolved_links"`
 	BaseCreated   bool     `json:"base_created"`
 	Warnings      []string `json:"warnings"`
 	ReadersNotSet bool     `json:"-"`
 }
 
+// kbLink is a link of a page that names no page of the folder.
+type kbLink struct {
+	Page   string `json:"page"`
+	Target string `json:"target"`
+}
+
+// kbProgressAt is the size of a folder whose import says how far it got
+// as it goes (pages as each batch is written, source files every so many).
+const kbProgressAt = kbPageBatch
+
+// kbListLinks is how many unresolved links the summary names one by one.
+const kbListLinks = 20
+
 func kbImport(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return fmt.Errorf("kb import: give the folder to import: %s kb import --kb ID [--readers A,B] DIR", self(c))
+	}
+	c, dir, err := positional(c, "folder")
+	if err != nil {
+		return err
+	}
 	id := strings.TrimSpace(c.String("kb"))
 	if id == "" {
 		return errors.New("kb import: --kb is required")
@@ -134,10 +156,6 @@ func kbImport(c *cli.Context) error {
 	if err := kb.CheckKBID(id); err != nil {
 		return fmt.Errorf("kb import: %w", err)
 	}
-	if c.NArg() != 1 {
-		return errors.New("kb import: give one folder, after the flags: tollgate kb import --kb ID [--readers A,B] DIR")
-	}
-	dir := c.Args().First()
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
 		return fmt.Errorf("kb import: %s is not a folder", dir)
@@ -147,7 +165,14 @@ func kbImport(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("kb import: %w", err)
 	}
-	sum := kbImportSummary{KB: id, Pages: len(folder.Pages), Warnings: folder.Warnings}
+	progress := func(format string, args ...any) {
+		if len(folder.Pages)+len(folder.Sources) > kbProgressAt {
+			fmt.Fprintf(c.App.ErrWriter, "kb import: "+format+"\n", args...)
+		}
+	}
+	progress("read %s and %s from %s", english.Count(len(folder.Pages), "page"), english.Count(len(folder.Sources), "source file"), dir)
+	sum := kbImportSummary{KB: id, Pages: len(folder.Pages), Warnings: folder.Warnings, Unresolved: outsideLinks(folder.Pages)}
+	sum.OutsideLinks = len(sum.Unresolved)
 	if sum.Warnings == nil {
 		sum.Warnings = []string{}
 	}
@@ -184,7 +209,7 @@ func kbImport(c *cli.Context) error {
 	}
 
 	// Sources first, so a page never names a file not yet there.
-	for _, sf := range folder.Sources {
+	for i, sf := range folder.Sources {
 		f, err := fsys.Open(sf.Path)
 		if err != nil {
 			return fmt.Errorf("kb import: %w", err)
@@ -200,6 +225,9 @@ func kbImport(c *cli.Context) error {
 			return fmt.Errorf("kb import: source %s: %w", sf.Path, err)
 		}
 		sum.Sources++
+		if n := i + 1; n%100 == 0 || n == len(folder.Sources) {
+			progress("uploaded %d of %s", n, english.Count(len(folder.Sources), "source file"))
+		}
 	}
 
 	// Pages, in batches.
@@ -221,8 +249,8 @@ func kbImport(c *cli.Context) error {
 		sum.Updated += res.Updated
 		sum.Unchanged += res.Unchanged
 		rest = rest[n:]
+		progress("wrote %d of %s", len(folder.Pages)-len(rest), english.Count(len(folder.Pages), "page"))
 	}
-	sum.OutsideLinks = outsideLinks(folder.Pages)
 
 	w := c.App.Writer
 	if globalJSON(c) {
@@ -239,17 +267,24 @@ func kbImport(c *cli.Context) error {
 	if sum.ReadersNotSet {
 		fmt.Fprintf(c.App.ErrWriter, "warning: no account can read %s yet; set readers with --readers ACCOUNT_ID,... or --readers '*'\n", id)
 	}
-	fmt.Fprintf(w, "imported %d pages into %s: %d created, %d updated, %d unchanged; %d source files uploaded\n",
-		sum.Pages, id, sum.Created, sum.Updated, sum.Unchanged, sum.Sources)
-	if sum.OutsideLinks > 0 {
-		fmt.Fprintf(w, "%d links name no page of this folder: kept, and unresolved until the base has such a page\n", sum.OutsideLinks)
+	fmt.Fprintf(w, "imported %s into %s: %d created, %d updated, %d unchanged; %s uploaded\n",
+		english.Count(sum.Pages, "page"), id, sum.Created, sum.Updated, sum.Unchanged, english.Count(sum.Sources, "source file"))
+	if n := sum.OutsideLinks; n > 0 {
+		fmt.Fprintf(w, "%s no page of this folder (kept, and unresolved until the base has such a page):\n",
+			english.Count(n, "link names", "links name"))
+		for _, l := range sum.Unresolved[:min(n, kbListLinks)] {
+			fmt.Fprintf(w, "  %s -> %s\n", l.Page, l.Target)
+		}
+		if n > kbListLinks {
+			fmt.Fprintf(w, "  and %d more (--json lists them all)\n", n-kbListLinks)
+		}
 	}
 	return nil
 }
 
-// outsideLinks counts the links that name no page of the folder by id,
-// title or alias (the base may still have such a page).
-func outsideLinks(pages []kb.PageInput) int {
+// outsideLinks are the links that name no page of the folder by id,
+// title or alias (the base may still have such a page), in page order.
+func outsideLinks(pages []kb.PageInput) []kbLink {
 	fold := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 	names := map[string]bool{}
 	for _, p := range pages {
@@ -258,15 +293,15 @@ func outsideLinks(pages []kb.PageInput) int {
 			names[fold(a)] = true
 		}
 	}
-	n := 0
+	out := []kbLink{}
 	for _, p := range pages {
 		for _, l := range p.Links {
 			if !names[fold(l)] {
-				n++
+				out = append(out, kbLink{Page: p.ID, Target: l})
 			}
 		}
 	}
-	return n
+	return out
 }
 
 func kbContentType(p string) string {

@@ -27,6 +27,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer, stages *pipeline.Registry) int {
 	app := newApp(stages)
 	app.Writer, app.ErrWriter = stdout, stderr
+	if len(args) > 0 {
+		app.Metadata = map[string]any{metaSelf: selfOf(args[0])}
+	}
 	err := app.Run(args)
 	if err == nil {
 		return 0

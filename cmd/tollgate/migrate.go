@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/store/pgstore"
 )
 
@@ -43,7 +44,7 @@ func migrateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "schema at version %d (%d migrations applied now)\n", pgstore.SchemaVersion(), len(applied))
+			fmt.Fprintf(c.App.Writer, "schema at version %d (%s applied now)\n", pgstore.SchemaVersion(), english.Count(len(applied), "migration"))
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -22,8 +23,9 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 		Usage: "run the gateway (the embedded default when no --config is given)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "HCL config file", EnvVars: []string{"TOLLGATE_CONFIG"}},
-			&cli.StringFlag{Name: "data-dir", Usage: "data directory (overrides store.dir)"},
+			&cli.StringFlag{Name: "data-dir", Usage: "data directory (overrides store.dir)", EnvVars: []string{"TOLLGATE_DATA_DIR"}},
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on (overrides server.listen)"},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "address to serve GET /metrics on (overrides server.metrics_listen)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"TOLLGATE_LOG_LEVEL"}},
 			&cli.BoolFlag{Name: "log-json", Usage: "log as JSON"},
 		},
@@ -52,6 +54,12 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 				if l := c.String("listen"); l != "" {
 					cfg.Server.Listen = l
 				}
+				if l := c.String("metrics-listen"); l != "" {
+					if _, _, err := net.SplitHostPort(l); err != nil {
+						return nil, fmt.Errorf("--metrics-listen %q is not host:port (%v)", l, err)
+					}
+					cfg.Server.MetricsListen = l
+				}
 				return cfg, nil
 			}
 			cfg, err := load()
@@ -79,7 +87,7 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 				}
 			}()
 			return gateway.Run(ctx, gateway.Options{
-				Config: cfg, Logger: log, Stages: stages, Out: c.App.Writer,
+				Config: cfg, Logger: log, Stages: stages, Out: c.App.Writer, Command: self(c),
 				Reload: reload, LoadConfig: load,
 			})
 		},

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/jsonw"
 	"github.com/tollgate-gw/tollgate/core/keys"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
@@ -262,9 +263,7 @@ func Reply(w http.ResponseWriter, status int, v any) { reply(w, status, v) }
 func Decode(r *http.Request, v any) error            { return decode(r, v) }
 
 func reply(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	jsonw.Write(w, status, v)
 }
 
 func decode(r *http.Request, v any) error {

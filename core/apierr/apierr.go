@@ -5,6 +5,7 @@
 package apierr
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -284,8 +285,17 @@ func Body(p protocol.ID, e *Error) []byte {
 		b.Error.Code = e.Code
 		v = b
 	}
-	out, _ := json.Marshal(v)
-	return out
+	return marshal(v)
+}
+
+// marshal is JSON for people to read: <, > and & as they are (an HTML
+// escape would show "<admin token>" as "\u003cadmin token\u003e").
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the bodies are plain structs of strings
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // Write sends e as the response, in the shape of protocol p.

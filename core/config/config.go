@@ -72,6 +72,11 @@ type Server struct {
 	// it hosts (https://gw.example.com); empty means https:// and the TLS
 	// domain when TLS is on, else the request's own host.
 	PublicURL string
+	// BillingURL is the top-up page ({billing_url}); a 402 tells the
+	// client to top up there. Empty means the gateway has none: a 402
+	// names the console's billing page when the console runs, else says
+	// to ask the operator for credit.
+	BillingURL string
 	// HTTPListen serves plain HTTP beside HTTPS: ACME HTTP-01 challenges
 	// and a redirect of everything else to HTTPS. Default ":80" with
 	// automatic certificates, off otherwise; "" turns it off.

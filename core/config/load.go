@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
@@ -41,6 +43,26 @@ const (
 var Families = []string{
 	"chat", "image", "video", "music", "speech", "voice", "transcript",
 	"search", "avatar", "lipsync", "motion", "clip", "subtitle",
+}
+
+// priceUnits are the price {} field a model of each family is usually
+// billed by, for the example of a missing price (each family's plugin
+// names the unit its routes bill; a family not here gets every unit).
+var priceUnits = map[string]string{
+	"image": "per_image", "video": "per_second", "music": "per_generation", "speech": "per_character",
+	"voice": "per_call", "transcript": "per_call", "search": "per_call", "lipsync": "per_second",
+	"motion": "per_second", "clip": "per_call", "subtitle": "per_call",
+}
+
+// priceExample is how a model of family is priced, for a message.
+func priceExample(family string) string {
+	switch u, ok := priceUnits[family]; {
+	case family == "" || family == DefaultFamily || !slices.Contains(Families, family):
+		return `chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }`
+	case ok:
+		return fmt.Sprintf(`%s: per unit, e.g. price { %s = "0.04" }`, english.A(family+" model"), u)
+	}
+	return english.A(family+" model") + ": per unit, one of per_image, per_second, per_character, per_call or per_generation"
 }
 
 // BuiltinTools are the built-in tools caps.tools and a channel's tools name.
@@ -314,7 +336,7 @@ var serverSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "listen"}, {Name: "admin_token"}, {Name: "master_key"},
 		{Name: "allow_private_urls"}, {Name: "durability"}, {Name: "public_url"},
-		{Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"}, {Name: "sweep_every"},
+		{Name: "billing_url"}, {Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"}, {Name: "sweep_every"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -343,6 +365,9 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 	if a := c.Attributes["public_url"]; a != nil && d.str(a, where, &s.PublicURL) && s.PublicURL != "" {
 		d.checkURL(a, where, "public_url", s.PublicURL)
 		s.PublicURL = strings.TrimRight(s.PublicURL, "/")
+	}
+	if a := c.Attributes["billing_url"]; a != nil && d.str(a, where, &s.BillingURL) && s.BillingURL != "" {
+		d.checkURL(a, where, "billing_url", s.BillingURL)
 	}
 	for _, name := range []string{"http_listen", "metrics_listen"} {
 		a := c.Attributes[name]
@@ -625,6 +650,9 @@ type registry struct {
 	translateFrom map[string]hcl.Range
 }
 
+// names are the declared model ids, for suggestions.
+func (r *registry) names() []string { return slices.Sorted(maps.Keys(r.ids)) }
+
 var modelSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "owned_by"}, {Name: "family"}, {Name: "aliases"},
@@ -723,7 +751,7 @@ func (d *decoder) checkPrice(b *hcl.Block, c *hcl.BodyContent, priceBlock *hcl.B
 		d.errorf(c.Attributes["free"].Expr.Range(), where, "free = true and a non-zero price {} contradict each other; keep one")
 	case m.Free:
 	case priceBlock == nil:
-		d.errorf(b.DefRange, where, "no price {} block; every model needs a price (chat: per million tokens, e.g. price { input = \"0.15\" output = \"0.60\" }), or free = true to serve it at no charge on purpose")
+		d.errorf(b.DefRange, where, "no price {} block; every model needs a price (%s), or free = true to serve it at no charge on purpose", priceExample(m.Family))
 	case m.Price.IsZero():
 		d.errorf(priceBlock.DefRange, where+" price", "sets no price (every field is 0); set the model's prices, or write free = true on the model to serve it at no charge on purpose")
 	case m.Family == "chat" && m.Price.Input == 0 && m.Price.Output == 0:
@@ -1086,7 +1114,11 @@ func (d *decoder) channel(b *hcl.Block, reg *registry) (ch Channel, enabled bool
 		case !declared && reg.aliases[client] != "":
 			d.errorf(it.r, where, "models: %q is an alias of model %q; list the model id", client, reg.aliases[client])
 		case !declared:
-			d.errorf(it.r, where, "models: %q is not a declared model (add a model %q block)", client, client)
+			if near := Suggest(client, reg.names()); near != "" {
+				d.errorf(it.r, where, "models: %q is not a declared model (did you mean %q? else add a model %q block)", client, near, client)
+			} else {
+				d.errorf(it.r, where, "models: %q is not a declared model (add a model %q block)", client, client)
+			}
 		case ch.served(client):
 			d.errorf(it.r, where, "models: %q is listed twice", client)
 		case len(ch.Families) > 0 && !contains(ch.Families, m.Family):

@@ -610,6 +610,16 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:7,22-29: channel "c": models: "gpt-9" is not a declared model (add a model "gpt-9" block)`,
 		},
 		{
+			desc: "channel model misspelt: the near one is named",
+			src:  "model \"gpt-4o-mini\" { free = true }\nchannel \"c\" {\n  vendor    = \"sim\"\n  protocols = [\"openai_chat\"]\n  models    = [\"gpt-4o-mnii\"]\n}",
+			want: `t.hcl:5,16-29: channel "c": models: "gpt-4o-mnii" is not a declared model (did you mean "gpt-4o-mini"? else add a model "gpt-4o-mnii" block)`,
+		},
+		{
+			desc: "billing_url not a URL",
+			src:  "server {\n  billing_url = \"billing\"\n}",
+			want: `t.hcl:2,17-26: server: billing_url: "billing" is not an http(s) URL`,
+		},
+		{
 			desc: "channel lists an alias",
 			src:  "model \"m\" {\n  aliases = [\"mm\"]\n  free    = true\n}\nchannel \"c\" {\n  vendor    = \"sim\"\n  protocols = [\"openai_chat\"]\n  models    = [\"mm\"]\n}",
 			want: `t.hcl:8,16-20: channel "c": models: "mm" is an alias of model "m"; list the model id`,

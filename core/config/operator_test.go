@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,16 @@ func TestPriceRefusals(t *testing.T) {
 			desc: "no price block",
 			src:  "model \"gpt-4o-mini\" {\n  owned_by = \"openai\"\n}",
 			want: `t.hcl:1,1-20: model "gpt-4o-mini": no price {} block; every model needs a price (chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }), or free = true to serve it at no charge on purpose`,
+		},
+		{
+			desc: "an image model without a price: the hint is per image",
+			src:  "model \"img\" {\n  family = \"image\"\n}",
+			want: `t.hcl:1,1-12: model "img": no price {} block; every model needs a price (an image model: per unit, e.g. price { per_image = "0.04" }), or free = true to serve it at no charge on purpose`,
+		},
+		{
+			desc: "a speech model without a price: the hint is per character",
+			src:  "model \"tts\" {\n  family = \"speech\"\n}",
+			want: `t.hcl:1,1-12: model "tts": no price {} block; every model needs a price (a speech model: per unit, e.g. price { per_character = "0.04" }), or free = true to serve it at no charge on purpose`,
 		},
 		{
 			desc: "empty price block",
@@ -340,6 +351,26 @@ func TestSuggest(t *testing.T) {
 	} {
 		if got := Suggest(name, vendors); got != want {
 			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// Nearest gives the few near ids, closest first, and does not compare a
+// name too long to be a typo (a client may send megabytes as a model).
+func TestNearest(t *testing.T) {
+	t.Parallel()
+	ids := []string{"sim-chat", "sim-image", "sim-image-grid", "gpt-4o-mini", "sim-chat"}
+	for _, tc := range []struct {
+		desc, name string
+		want       []string
+	}{
+		{"closest first", "sim-image-gr", []string{"sim-image-grid", "sim-image"}},
+		{"each once", "sim-chta", []string{"sim-chat"}},
+		{"none near", "claude-9", []string{}},
+		{"too long to compare", strings.Repeat("sim-chat", 100), nil},
+	} {
+		if got := Nearest(tc.name, ids, 3); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Nearest(%.20q) = %q, want %q", tc.desc, tc.name, got, tc.want)
 		}
 	}
 }

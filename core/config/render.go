@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"sort"
@@ -10,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/money"
 )
 
@@ -30,6 +30,7 @@ func Render(c *Config) string {
 	}
 	setStr(s, "durability", c.Server.Durability)
 	setStr(s, "public_url", c.Server.PublicURL)
+	setStr(s, "billing_url", c.Server.BillingURL)
 	setStr(s, "metrics_listen", c.Server.MetricsListen)
 	if c.Server.SweepEvery != 0 {
 		s.SetAttributeValue("sweep_every", cty.StringVal(c.Server.SweepEvery.String()))
@@ -361,7 +362,7 @@ func mask(s string) string {
 	if s == "" {
 		return ""
 	}
-	return fmt.Sprintf("<secret, %d characters>", len(s))
+	return "<secret, " + english.Count(len(s), "character") + ">"
 }
 
 func maskSettings(in map[string]string) map[string]string {

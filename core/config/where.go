@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -72,16 +73,49 @@ func (c *Config) Warnings() []string {
 // Suggest returns the option closest to name when it is close enough to
 // be a typo of it (at most a third of its letters differ), else "".
 func Suggest(name string, options []string) string {
-	best, bestD := "", len(name)/3+1
+	if near := Nearest(name, options, 1); len(near) > 0 {
+		return near[0]
+	}
+	return ""
+}
+
+// maxSuggestName bounds the names Nearest compares: a typo is short, and
+// the comparison costs the product of the lengths (a client may send a
+// model id of megabytes).
+const maxSuggestName = 256
+
+// Nearest returns up to n options close enough to be typos of name, the
+// closest first (ties in the options' order).
+func Nearest(name string, options []string, n int) []string {
+	if len(name) > maxSuggestName {
+		return nil
+	}
+	type cand struct {
+		o string
+		d int
+	}
+	var near []cand
+	limit := len(name)/3 + 1
+	lower := strings.ToLower(name)
 	for _, o := range options {
-		if o == name {
+		if o == name || len(o) > maxSuggestName {
 			continue
 		}
-		if d := distance(strings.ToLower(name), strings.ToLower(o)); d < bestD {
-			best, bestD = o, d
+		if d := distance(lower, strings.ToLower(o)); d < limit {
+			near = append(near, cand{o, d})
 		}
 	}
-	return best
+	slices.SortStableFunc(near, func(a, b cand) int { return a.d - b.d })
+	out := make([]string, 0, min(n, len(near)))
+	for _, c := range near {
+		if len(out) == n {
+			break
+		}
+		if !slices.Contains(out, c.o) {
+			out = append(out, c.o)
+		}
+	}
+	return out
 }
 
 // didYouMean is Suggest as a clause for a message: ` (did you mean "x"?)`.

@@ -29,10 +29,12 @@ type banner struct {
 	tokenFrom tokenSource
 	plugins   []string
 	scheme    string      // http, or https with TLS
+	command   string      // the binary as the person runs it: bin/tollgate
 	extra     [][2]string // more listeners: label, what
 	// console is the web console's address on its own listener; "" when
 	// it is on the main one (or off).
 	console string
+	metrics string // the /metrics URL when it is served
 
 	demoFirst  *demoKeyShown // the demo account was made now
 	demoAcct   string        // an existing demo account's id
@@ -94,9 +96,9 @@ func (b *banner) signupLine() string {
 	case config.SignupOpen:
 		return "sign up there: a new account holds " + b.cfg.Accounts.SignupCredit.String() + " credits"
 	case config.SignupInvite:
-		return "sign-up by invitation; tollgate admin user create adds people"
+		return "sign-up by invitation; " + b.adminCmd("user create") + " adds people"
 	}
-	return "tollgate admin user create adds people"
+	return b.adminCmd("user create") + " adds people"
 }
 
 // reach is the address this machine reaches the gateway at: the bound
@@ -115,7 +117,7 @@ func (b *banner) reach() string {
 func (b *banner) print(out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if b.cfg.Source == "" {
-		fmt.Fprintf(tw, "config:\tembedded default (the sim upstream; tollgate serve --config FILE runs your own)\n")
+		fmt.Fprintf(tw, "config:\tembedded default (the sim upstream; %s serve --config FILE runs your own)\n", b.cmd())
 	} else {
 		fmt.Fprintf(tw, "config:\t%s\n", b.cfg.Source)
 	}
@@ -175,6 +177,9 @@ Try it:
 		fmt.Fprintf(out, `
     curl -s "http://%s/api/v1/ext/wiki/search?q=idempotency" -H "Authorization: Bearer %s"
 `, b.reach(), d.raw)
+		if b.metrics != "" {
+			fmt.Fprintf(out, "\n    curl -s %s | grep ^tollgate_requests_total\n", b.metrics)
+		}
 	}
 	fmt.Fprintln(out)
 	if b.scheme == "" {
@@ -197,15 +202,24 @@ func (b *banner) tokenLine() string {
 	case t.env:
 		return "from $TOLLGATE_ADMIN_TOKEN"
 	case t.made:
-		return "generated into the file " + t.file + " (tollgate admin reads it there)"
+		return "generated into the file " + t.file + " (" + b.cmd() + " admin reads it there)"
 	}
-	return "in the file " + t.file + " (tollgate admin reads it there)"
+	return "in the file " + t.file + " (" + b.cmd() + " admin reads it there)"
 }
 
-// adminCmd is a `tollgate admin` command line that reaches this gateway:
-// --url and --data-dir only where they differ from the CLI's defaults.
+// cmd is the binary as the person who started it runs it.
+func (b *banner) cmd() string {
+	if b.command == "" {
+		return "tollgate"
+	}
+	return b.command
+}
+
+// adminCmd is a `tollgate admin` command line that reaches this gateway,
+// run from where the gateway was started: --url and --data-dir only where
+// they differ from the CLI's defaults.
 func (b *banner) adminCmd(args string) string {
-	cmd := "tollgate admin"
+	cmd := b.cmd() + " admin"
 	if r := b.reach(); r != "127.0.0.1:8080" {
 		cmd += " --url http://" + r
 	}

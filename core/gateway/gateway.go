@@ -55,6 +55,10 @@ type Options struct {
 	Stages *pipeline.Registry
 	// Out receives the first-start banner (the demo key and curl line).
 	Out io.Writer
+	// Command is how the person who started the gateway runs the binary
+	// again from where they stand ("bin/tollgate" after make run), for
+	// the commands the banner prints; "tollgate" when empty.
+	Command string
 	// Ready, when set, is called with the bound address once serving.
 	Ready func(addr string)
 	// Reload delivers the requests to read the config again (SIGHUP);
@@ -364,7 +368,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	}
 	addr := ln.Addr().String()
 	g.addr.Store(&addr)
-	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames(), scheme: "http"}
+	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames(), scheme: "http", command: g.o.Command}
 	if err := b.demo(ctx, g.store, g.svc); err != nil {
 		ln.Close()
 		return err

@@ -48,7 +48,7 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 	// One Redactor for the log rows and the upstream errors clients see.
 	red := pipeline.RedactorFor(cfg)
 	deps := &pipeline.Deps{
-		Config: cfg, Store: g.store, Vendors: vendors, Jobs: jobs, Logger: g.log, Now: g.now,
+		Config: cfg, Store: g.store, Vendors: vendors, Jobs: jobs, Families: families, Logger: g.log, Now: g.now,
 		Limits: g.limits, Health: g.health, Auth: g.auth, Redact: red,
 		Files: g.fileHost, Tasks: g.engine, Retriever: kbRetriever{g.kb},
 	}

@@ -111,7 +111,7 @@ func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error)
 		b.extra = append(b.extra, [2]string{"http:", "http://" + ln.Addr().String() + " (ACME challenges; everything else redirected to HTTPS)"})
 	}
 	if g.metrics != nil {
-		ln, err := listen(g.cfg.Server.MetricsListen, "metrics_listen", "server { metrics_listen }")
+		ln, err := listen(g.cfg.Server.MetricsListen, "metrics_listen", "--metrics-listen or server { metrics_listen }")
 		if err != nil {
 			s.close()
 			return nil, err
@@ -120,7 +120,8 @@ func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error)
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", g.metrics.Handler())
 		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-		b.extra = append(b.extra, [2]string{"metrics:", "http://" + ln.Addr().String() + "/metrics"})
+		b.metrics = "http://" + ln.Addr().String() + "/metrics"
+		b.extra = append(b.extra, [2]string{"metrics:", b.metrics + " (Prometheus text)"})
 	}
 	if g.cfg.Console.Enabled && g.cfg.Console.Listen != "" {
 		ln, err := listen(g.cfg.Console.Listen, "console listen", "console { listen }")

@@ -2,7 +2,11 @@
 // build JSON by hand (translators, the sim vendor) instead of reflecting.
 package jsonw
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"net/http"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -53,4 +57,15 @@ func AppendEscaped(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, s[start:]...)
+}
+
+// Write answers v as a JSON body with status: encoding/json's encoding,
+// less its HTML escaping (people read these answers; "<admin token>"
+// stays as written).
+func Write(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -31,7 +32,7 @@ import (
 // schemaVersion names the index's mapping and analysis. An index written
 // with another version is rebuilt from the store at open: raise it
 // whenever the mapping, the analyzer or the indexed fields change.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // textAnalyzer is the one analyzer of every text field (docs/kb.md):
 // bleve's cjk analyzer chain (unicode words, full-width folding, lower
@@ -40,12 +41,14 @@ const schemaVersion = 1
 // English filters untouched, so one field serves mixed text.
 const textAnalyzer = "tollgate_text"
 
-// The fields searched, with their boosts: a title match counts most.
+// The fields searched, with their boosts: a page whose title or headings
+// hold the query is about it, and ranks above one that mentions it in
+// passing (docs/kb.md has the measure).
 var searchFields = []struct {
 	name  string
 	boost float64
 }{
-	{"title", 4}, {"aliases", 3}, {"tags", 2}, {"summary", 2}, {"body", 1},
+	{"title", 4}, {"headings", 3}, {"aliases", 3}, {"tags", 2}, {"summary", 2}, {"body", 1},
 }
 
 const fieldKB = "kb_id"
@@ -190,8 +193,8 @@ func readSeq(bi bleve.Index) (uint64, error) {
 // indexDoc is what the index holds of a page.
 func indexDoc(p *store.Page) map[string]any {
 	return map[string]any{
-		fieldKB: p.KBID, "title": p.Title, "aliases": p.Aliases, "summary": p.Summary,
-		"tags": p.Tags, "body": p.Body,
+		fieldKB: p.KBID, "title": p.Title, "headings": strings.Join(Headings(p.Body), "\n"), "aliases": p.Aliases,
+		"summary": p.Summary, "tags": p.Tags, "body": p.Body,
 	}
 }
 

@@ -99,6 +99,12 @@ func TestSearchRanking(t *testing.T) {
 		PageInput{ID: "billing", Title: "Billing", Body: "How the wallet is charged."},
 		PageInput{ID: "keys", Title: "API keys", Aliases: []string{"credentials"}, Body: "A key authenticates."},
 		PageInput{ID: "limits", Title: "Limits", Summary: "Rate limits per account", Tags: []string{"quota"}},
+		// A long guide with a section on retries, and a short note that
+		// names them in passing, again and again.
+		PageInput{ID: "guide", Title: "Operator guide", Body: strings.Repeat("Setting up the gateway takes a config file. ", 60) +
+			"\n\n## Idempotent retries\n\nA retry with the same Idempotency-Key gets the first answer.\n\n```\n# idempotency in a comment is no heading\n```\n"},
+		PageInput{ID: "note", Title: "Release note", Body: "Idempotency fixes; idempotency tests; idempotency docs."},
+		PageInput{ID: "code", Title: "Snippets", Body: "```sh\n# Idempotency\ncurl ...\n```\nNothing else about idempotency here, only code and more code and more code."},
 	)
 	tests := []struct {
 		desc  string
@@ -114,6 +120,8 @@ func TestSearchRanking(t *testing.T) {
 		{desc: "case does not matter", q: "WALLET", ids: []string{"billing"}},
 		{desc: "nothing matches", q: "zebra", ids: []string{}},
 		{desc: "stop words alone match nothing", q: "the and", ids: []string{}},
+		{desc: "a heading beats mentions in passing", q: "idempotent retries", first: "guide"},
+		{desc: "a heading of the query's word, stemmed", q: "idempotency", first: "guide"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"net/url"
 	"path"
 	"regexp"
@@ -376,4 +377,46 @@ func readSource(n *yaml.Node) (*store.PageSource, error) {
 		return src, nil
 	}
 	return nil, errors.New("front matter: source must be a file name or a map (r2_key, filename, locator, compiled_at, model)")
+}
+
+// Headings are the text of a Markdown body's ATX headings ("## Rate
+// limits" gives "Rate limits"), in order, outside code blocks: what a
+// page is about, for the index's headings field.
+func Headings(body string) []string {
+	var out []string
+	for line := range outsideFences(body) {
+		// Up to three spaces may lead a heading; more, or a tab, is code.
+		if lead := len(line) - len(strings.TrimLeft(line, " ")); lead > 3 || !strings.HasPrefix(line[lead:], "#") {
+			continue
+		}
+		t := strings.TrimSpace(line)
+		level := len(t) - len(strings.TrimLeft(t, "#"))
+		rest := t[level:]
+		if level > 6 || rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+			continue // #hashtag, or not a heading
+		}
+		// A closing run of #s is not part of the text.
+		h := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(rest), "#"))
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// outsideFences yields the lines of a Markdown body that are not in a
+// fenced code block (``` or ~~~), the fences themselves left out.
+func outsideFences(body string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		inFence := false
+		for _, line := range strings.Split(body, "\n") {
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+				inFence = !inFence
+				continue
+			}
+			if !inFence && !yield(line) {
+				return
+			}
+		}
+	}
 }

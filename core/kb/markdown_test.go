@@ -120,3 +120,12 @@ func TestFirstParagraph(t *testing.T) {
 		t.Fatalf("after a fence = %q", got)
 	}
 }
+
+func TestHeadings(t *testing.T) {
+	body := "# Title\n\nText.\n\n## Rate limits ##\n\n```\n# not a heading\n```\n\n####### seven is text\n#hashtag\n   ### indented\n\t## tabbed\n##\n### Last"
+	got := Headings(body)
+	want := []string{"Title", "Rate limits", "indented", "Last"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("Headings = %q, want %q", got, want)
+	}
+}

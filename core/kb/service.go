@@ -347,16 +347,8 @@ func (s *Service) SeedBase(ctx context.Context, id, name string, fsys fs.FS) (st
 // runes at a word.
 func FirstParagraph(body string, max int) string {
 	var para []string
-	inFence := false
-	for _, line := range strings.Split(body, "\n") {
+	for line := range outsideFences(body) {
 		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			inFence = !inFence
-			continue
-		}
-		if inFence {
-			continue
-		}
 		prose := t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "|") &&
 			!strings.HasPrefix(t, "- ") && !strings.HasPrefix(t, "* ") && !strings.HasPrefix(t, ">") &&
 			!strings.HasPrefix(line, "    ") && !strings.HasPrefix(line, "\t")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/jsonw"
 	"github.com/tollgate-gw/tollgate/core/kb"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/store"
@@ -45,9 +46,7 @@ func adminFail(w http.ResponseWriter, err error) {
 }
 
 func adminReply(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	jsonw.Write(w, status, v)
 }
 
 // decodeStrict reads a JSON body, refusing unknown fields.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,19 +38,21 @@ func (a *API) newMCP() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tollgate-wiki", Title: "Tollgate knowledge base", Version: a.o.Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions})
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
-	mcp.AddTool(srv, &mcp.Tool{Name: "search_wiki", Annotations: ro,
-		Description: "Search the knowledge base (BM25 over titles, aliases, summaries, tags and bodies; any language). " +
+	args := map[string]string{}
+	addTool(srv, args, &mcp.Tool{Name: "search_wiki", Annotations: ro,
+		Description: "Search the knowledge base (BM25 over titles, headings, aliases, summaries, tags and bodies; any language). " +
 			"Returns pages without their bodies, best first, each with a highlighted snippet."}, a.toolSearch)
-	mcp.AddTool(srv, &mcp.Tool{Name: "read_page", Annotations: ro,
+	addTool(srv, args, &mcp.Tool{Name: "read_page", Annotations: ro,
 		Description: "Read one page by id: its Markdown body (at most 8000 characters) and its outgoing links."}, a.toolReadPage)
-	mcp.AddTool(srv, &mcp.Tool{Name: "read_pages", Annotations: ro,
+	addTool(srv, args, &mcp.Tool{Name: "read_pages", Annotations: ro,
 		Description: "Read up to 25 pages by id at once; each body is an excerpt of at most 1200 characters."}, a.toolReadPages)
-	mcp.AddTool(srv, &mcp.Tool{Name: "list_by_tag", Annotations: ro,
+	addTool(srv, args, &mcp.Tool{Name: "list_by_tag", Annotations: ro,
 		Description: "List the pages carrying a tag (without bodies)."}, a.toolByTag)
-	mcp.AddTool(srv, &mcp.Tool{Name: "backlinks", Annotations: ro,
+	addTool(srv, args, &mcp.Tool{Name: "backlinks", Annotations: ro,
 		Description: "List the pages that link to a page (without bodies)."}, a.toolBacklinks)
-	mcp.AddTool(srv, &mcp.Tool{Name: "get_source", Annotations: ro,
+	addTool(srv, args, &mcp.Tool{Name: "get_source", Annotations: ro,
 		Description: "Get a page's source file: its name, locator and a download link valid for one hour."}, a.toolSource)
+	srv.AddReceivingMiddleware(argumentHints(args))
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true,
 		// The key authenticates every call (spec: Authentication rule 8);
@@ -65,6 +68,49 @@ func (a *API) serveMCP(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	ctx = context.WithValue(ctx, baseKey{}, files.BaseURL(a.o.PublicURL, a.o.TLSDomains, r))
 	a.mcp.ServeHTTP(w, r.WithContext(ctx))
 	return nil
+}
+
+// addTool registers a tool and notes the arguments it takes (from In's
+// JSON names), for the answer to a call whose arguments do not fit.
+func addTool[In, Out any](srv *mcp.Server, args map[string]string, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	mcp.AddTool(srv, t, h)
+	var names []string
+	in := reflect.TypeFor[In]()
+	for i := range in.NumField() {
+		name, opts, _ := strings.Cut(in.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if !strings.Contains(opts, "omitempty") {
+			name += " (required)"
+		}
+		names = append(names, name)
+	}
+	args[t.Name] = strings.Join(names, ", ")
+}
+
+// argumentHints adds to the SDK's answer to arguments that do not fit a
+// tool's schema ("unexpected additional properties") the arguments the
+// tool does take, so a model can call it again right.
+func argumentHints(args map[string]string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			r, ok := res.(*mcp.CallToolResult)
+			if err != nil || !ok || !r.IsError || len(r.Content) != 1 {
+				return res, err
+			}
+			call, _ := req.(*mcp.CallToolRequest)
+			text, _ := r.Content[0].(*mcp.TextContent)
+			if call == nil || call.Params == nil || text == nil || !strings.HasPrefix(text.Text, `validating "arguments"`) {
+				return res, err
+			}
+			if want, ok := args[call.Params.Name]; ok {
+				text.Text += "; " + call.Params.Name + " takes these arguments: " + want
+			}
+			return res, err
+		}
+	}
 }
 
 type searchIn struct {

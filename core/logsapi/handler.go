@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
 	"github.com/tollgate-gw/tollgate/core/redact"
@@ -98,9 +99,10 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, key store.Key) {
 	d := h.lim.Allow(key.ID)
 	d.SetHeaders(w.Header())
 	if !d.Allowed {
+		retry, _ := strconv.Atoi(w.Header().Get("Retry-After"))
 		h.fail(w, apierr.Newf(apierr.LogsRateLimited,
-			"logs API rate limit reached: %d requests per minute per key; retry after %s seconds",
-			d.Limit, w.Header().Get("Retry-After")))
+			"logs API rate limit reached: %s per minute per key; retry after %s",
+			english.Count(d.Limit, "request"), english.Count(retry, "second")))
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

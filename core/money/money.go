@@ -10,6 +10,7 @@ package money
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -255,4 +256,29 @@ func Times(count int64, unit Nano) Nano {
 		return Max
 	}
 	return n
+}
+
+// CountWithin is the largest count whose MulPerMillion cost at
+// pricePerMillion is at most budget: how many tokens a balance still
+// pays for. It is -1 when the budget is negative, and math.MaxInt64 when
+// the price is 0 or less (or the count would pass it).
+func CountWithin(budget, pricePerMillion Nano) int64 {
+	if budget < 0 {
+		return -1
+	}
+	if pricePerMillion <= 0 {
+		return math.MaxInt64
+	}
+	// cost(n) = floor((n×p + 500000) / 1e6) <= b  ⟺  n×p <= (b+1)×1e6 − 500001
+	hi, lo := bits.Mul64(uint64(budget)+1, 1_000_000)
+	lo, borrow := bits.Sub64(lo, 500_001, 0)
+	hi -= borrow
+	if hi >= uint64(pricePerMillion) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(pricePerMillion))
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
 }

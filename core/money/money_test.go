@@ -3,6 +3,7 @@ package money
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/big"
 	"strings"
 	"testing"
@@ -343,4 +344,32 @@ func FuzzTotal(f *testing.F) {
 			t.Fatalf("Nano() = %d, %v for %s", n, ok, want)
 		}
 	})
+}
+
+func TestCountWithin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc          string
+		budget, price Nano
+	}{
+		{"a cent at 0.40 per million", MustParse("0.01"), MustParse("0.40")},
+		{"trial credit at 25 per million", MustParse("121.32"), MustParse("25")},
+		{"a nano at a nano", 1, 1},
+		{"nothing left", 0, MustParse("15")},
+		{"rounding edge", MustParse("0.0000004"), MustParse("0.8")},
+	} {
+		n := CountWithin(tc.budget, tc.price)
+		if c, _ := MulPerMillion(n, tc.price); c > tc.budget {
+			t.Errorf("%s: %d costs %s, above %s", tc.desc, n, c, tc.budget)
+		}
+		if c, _ := MulPerMillion(n+1, tc.price); c <= tc.budget {
+			t.Errorf("%s: %d is not the largest: %d costs %s, within %s", tc.desc, n, n+1, c, tc.budget)
+		}
+	}
+	if CountWithin(-1, 5) != -1 {
+		t.Error("a negative budget pays for no count")
+	}
+	if CountWithin(5, 0) != math.MaxInt64 {
+		t.Error("a free price fits any count")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/english"
 )
 
 // buckets is the number of one-second buckets of the sliding window: the 60
@@ -158,8 +159,8 @@ func (e *accountEntry) releaser() func() {
 
 func refused(dimension string, limit, remaining int, retry time.Duration) *apierr.Error {
 	e := apierr.Newf(apierr.RateLimitExceeded,
-		"account rate limit reached: %s (limit %d); retry after %d seconds",
-		dimension, limit, ceilSeconds(retry))
+		"account rate limit reached: %s (limit %d); retry after %s",
+		dimension, limit, english.Count(int(ceilSeconds(retry)), "second"))
 	secs := strconv.FormatInt(ceilSeconds(retry), 10)
 	return e.WithHeader("Retry-After", secs).
 		WithHeader("x-ratelimit-limit", strconv.Itoa(limit)).

@@ -40,7 +40,7 @@ func (s *Server) countTokens(ctx context.Context, c *pipeline.Call) error {
 	}
 	m, found := s.cfg.Model(modelID)
 	if !found {
-		return apierr.Newf(apierr.ModelNotFound, "the model '%s' does not exist", modelID)
+		return pipeline.UnknownModel(s.cfg, k, modelID)
 	}
 	if !pipeline.Allowed(k, m) {
 		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", modelID)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -235,10 +236,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, protocolOfPath(r.URL.Path), e.WithHeader("Allow", allowed))
 			return
 		}
-		apierr.Write(w, protocolOfPath(r.URL.Path), apierr.Newf(apierr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+		msg := "no route for " + r.Method + " " + r.URL.Path
+		if r.URL.Path == "/metrics" {
+			msg += "; " + s.metricsAt()
+		}
+		apierr.Write(w, protocolOfPath(r.URL.Path), apierr.New(apierr.NotFound, msg))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// metricsAt says where /metrics is: never on the API's listener, on its
+// own when it is on.
+func (s *Server) metricsAt() string {
+	if a := s.cfg.Server.MetricsListen; a != "" {
+		if _, port, _ := net.SplitHostPort(a); port == "0" {
+			return "metrics are served on their own listener, at the address the start-up banner names"
+		}
+		return "metrics are served on their own listener: GET http://" + a + "/metrics"
+	}
+	return "metrics are off; serve them on a listener of their own with tollgate serve --metrics-listen 127.0.0.1:9090 (or server { metrics_listen })"
 }
 
 // allowedMethods lists the methods that do have a route for r's path.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -286,7 +287,7 @@ func messagesMediaIn(b gjson.Result, typ string, t target) (part, bool, error) {
 			m.mime = "application/pdf"
 		}
 		if err := checkMedia(m, t); err != nil {
-			return part{}, false, invalid("a %s with a %q source cannot be sent to this model's upstream", typ, st)
+			return part{}, false, invalid("%s with a %q source cannot be sent to this model's upstream", english.A(typ), st)
 		}
 		return part{kind: kindMedia, m: m}, true, nil
 	case "text":
@@ -309,7 +310,7 @@ func messagesMediaIn(b gjson.Result, typ string, t target) (part, bool, error) {
 			return part{text: string(raw)}, len(raw) > 0, nil
 		}
 	}
-	return part{}, false, invalid("a %s with a %q source cannot be sent to this model's upstream", typ, src.Get("type").Str)
+	return part{}, false, invalid("%s with a %q source cannot be sent to this model's upstream", english.A(typ), src.Get("type").Str)
 }
 
 // messagesTurns writes messages content blocks.

@@ -2,8 +2,8 @@
 # when their keys are set. Without them the two real channels are written
 # but disabled (enabled = false), so this file starts as it is:
 #
-#     tollgate config check --config docs/examples/tollgate.hcl
-#     tollgate serve --config docs/examples/tollgate.hcl
+#     bin/tollgate config check --config docs/examples/tollgate.hcl
+#     bin/tollgate serve --config docs/examples/tollgate.hcl
 #
 # See docs/config.md for every attribute.
 

@@ -227,8 +227,9 @@ func TestKnowledgeBase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kb import: %v\n%s", err, out)
 		}
-		want := fmt.Sprintf("imported %d pages into team: %d created, 0 updated, 0 unchanged; 1 source files uploaded", 4+kbFillers, 4+kbFillers)
-		if !strings.Contains(out, "created knowledge base team") || !strings.Contains(out, want) || !strings.Contains(out, "1 links name no page of this folder") {
+		want := fmt.Sprintf("imported %d pages into team: %d created, 0 updated, 0 unchanged; 1 source file uploaded", 4+kbFillers, 4+kbFillers)
+		if !strings.Contains(out, "created knowledge base team") || !strings.Contains(out, want) ||
+			!strings.Contains(out, "1 link names no page of this folder") || !strings.Contains(out, "  billing -> Nowhere page\n") {
 			t.Fatalf("kb import said:\n%s\nwant %q", out, want)
 		}
 		// A re-import changes nothing; an edited page is updated in place
@@ -239,7 +240,7 @@ func TestKnowledgeBase(t *testing.T) {
 		if err := os.Remove(filepath.Join(e.corpus, "filler", "filler-00.md")); err != nil {
 			t.Fatal(err)
 		}
-		out, err = e.cli("--json", "import", "--kb", "team", e.corpus)
+		out, err = e.cli("--json", "import", e.corpus, "--kb", "team") // flags after the folder too
 		if err != nil {
 			t.Fatalf("re-import: %v\n%s", err, out)
 		}

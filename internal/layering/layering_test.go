@@ -40,6 +40,7 @@ var levelOf = map[string]int{
 	"core/sse": foundation, "core/jsonw": foundation, "core/keys": foundation,
 	"core/codec": foundation, "core/translate": foundation, "core/config": foundation,
 	"core/ratelimit": foundation, "core/redact": foundation, "core/routes": foundation,
+	"core/english": foundation,
 	"docs":         foundation, // the embedded documentation
 	"core/tracing": foundation, "core/netguard": foundation,
 

@@ -100,6 +100,7 @@ type Options struct {
 	Binary  string   // another binary than tollgate (custom-stage example)
 	Env     []string // extra environment
 	Args    []string // extra serve args
+	Dir     string   // the working directory; empty = the test's
 }
 
 // Start runs tollgate serve and waits until it listens.
@@ -125,6 +126,7 @@ func Start(t testing.TB, o Options) *Gateway {
 	}
 	args = append(args, o.Args...)
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), "TOLLGATE_ADMIN_TOKEN="+AdminToken)
 	cmd.Env = append(cmd.Env, o.Env...)
 	g := &Gateway{DataDir: o.DataDir, Cmd: cmd, t: t, exited: make(chan struct{})}

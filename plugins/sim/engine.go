@@ -27,11 +27,15 @@ type Call struct {
 }
 
 // Engine answers chat calls like the real vendors would. It has no state:
-// the same call gives the same bytes.
-type Engine struct{}
+// the same call gives the same bytes, but for the answer's timestamp,
+// which is the request's time (a test that needs the bytes fixed gives
+// the engine a fixed clock).
+type Engine struct {
+	now func() time.Time
+}
 
-// NewEngine returns an engine.
-func NewEngine() *Engine { return &Engine{} }
+// NewEngine returns an engine on the real clock.
+func NewEngine() *Engine { return &Engine{now: time.Now} }
 
 // Chat answers one non-streaming call. A fault marker's error status is a
 // ChatResponse; a cut, a hang or a timeout is a *vendor.Failure.
@@ -56,7 +60,7 @@ func (e *Engine) Chat(ctx context.Context, c *Call) (*vendor.ChatResponse, error
 	if k.Cutting {
 		return nil, &vendor.Failure{Kind: vendor.FailureBroken, Message: "sim: [sim:cut] broke the answer before it was complete"}
 	}
-	pl := newPlan(p, e.model(c, cv), c.Body, cv, &k)
+	pl := newPlan(p, e.model(c, cv), c.Body, cv, &k, e.now())
 	return okJSON(appendBody(make([]byte, 0, 640+2*len(pl.text)+2*len(pl.args)), pl)), nil
 }
 
@@ -85,7 +89,7 @@ func (e *Engine) Stream(ctx context.Context, c *Call, sink vendor.Sink) error {
 		return sink.Head(vendor.Head{Status: st, Headers: ErrorHeaders(st),
 			Body: ErrorBody(p, st, "", "Operation "+c.Operation+" does not stream.")})
 	}
-	pl := newPlan(p, e.model(c, cv), c.Body, cv, &k)
+	pl := newPlan(p, e.model(c, cv), c.Body, cv, &k, e.now())
 	if err := sink.Head(vendor.Head{Status: 200, Headers: map[string]string{"content-type": "text/event-stream"}}); err != nil {
 		return err
 	}

@@ -1,13 +1,16 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
 	"google.golang.org/genai"
 
 	"github.com/tollgate-gw/tollgate/core/codec"
@@ -407,4 +410,23 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A chat answer's timestamp is the request's time (the engine's clock),
+// on the protocols that carry one.
+func TestChatCreatedIsNow(t *testing.T) {
+	e := NewEngine()
+	at := time.Unix(1_900_000_123, 0)
+	e.now = func() time.Time { return at }
+	for p, path := range map[protocol.ID]string{protocol.OpenAIChat: "created", protocol.OpenAIResponses: "created_at"} {
+		resp, err := e.Chat(context.Background(), call(p, bodyFor(p, "hi", "")))
+		if err != nil || gjson.GetBytes(resp.Body, path).Int() != at.Unix() {
+			t.Errorf("%s: %s = %s, want %d (%v)", p, path, gjson.GetBytes(resp.Body, path).Raw, at.Unix(), err)
+		}
+	}
+	before := time.Now().Unix()
+	resp, _ := NewEngine().Chat(context.Background(), call(protocol.OpenAIChat, bodyFor(protocol.OpenAIChat, "hi", "")))
+	if c := gjson.GetBytes(resp.Body, "created").Int(); c < before || c > time.Now().Unix() {
+		t.Errorf("created %d is not now", c)
+	}
 }

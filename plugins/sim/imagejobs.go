@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/plugins/family/images"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -37,14 +40,17 @@ var gridFrames = map[string][2]int{
 }
 
 // ImageFrame is the size the sim draws for a requested size (or a
-// fixed-grid model's aspect), or the reason it refuses the size: a side
-// outside 64..4096, or below the model's min_size.
+// fixed-grid model's aspect), or the reason it refuses the size, as the
+// upstream it stands in for would: not WxH nor auto, a side outside
+// 64..4096, or below the model's min_size.
 func ImageFrame(size, aspect, minSize string) (w, h int, refusal string) {
 	w, h = images.ParseSize(size)
 	switch {
 	case aspect != "":
 		f := gridFrames[aspect]
 		w, h = f[0], f[1]
+	case w == 0 && size != "" && size != "auto":
+		return 0, 0, "Invalid value: '" + size + "'. Supported values are: 'auto' and 'WIDTHxHEIGHT' with each side from 64 to 4096 pixels, such as '1024x1024'."
 	case w == 0:
 		w, h = defaultFrame, defaultFrame
 	case w < minSide || h < minSide || w > maxSide || h > maxSide:
@@ -104,6 +110,12 @@ func (v *Vendor) openImage(req *vendor.JobRequest) (*imageJob, JobKnobs, *vendor
 	ScanJobMarkers(&k, texts...)
 	sh := m.Shape(r)
 	w, h, refusal := ImageFrame(sh.Size, sh.Aspect, req.Model.Settings[SettingMinSize])
+	if refusal == "" && m.Grid == 0 {
+		refusal = imageValue(r, "quality", "auto", "low", "medium", "high", "standard", "hd")
+	}
+	if refusal == "" {
+		refusal = imageValue(r, "output_format", "png", "jpeg", "webp")
+	}
 	if refusal != "" && k.Error == 0 {
 		return nil, k, imageError(http.StatusBadRequest, refusal), nil
 	}
@@ -126,6 +138,24 @@ func (v *Vendor) openImage(req *vendor.JobRequest) (*imageJob, JobKnobs, *vendor
 		Latency: k.Latency.Milliseconds(), Fail: k.Fail, Count: count, W: w, H: h,
 		Op: r.Operation, N: r.N, Size: r.Size, Format: r.ResponseFormat, Model: req.Model, Seed: seed, Prompt: prompt,
 	}, k, nil, nil
+}
+
+// imageValue refuses a field the request sent with a value outside
+// allowed, as the upstream answers it; "" when it is absent or allowed.
+// (A fixed-grid model takes its quality as a tier flag: the upstream never
+// sees it.)
+func imageValue(r *images.Request, field string, allowed ...string) string {
+	for _, f := range r.Extra {
+		if f.Name != field {
+			continue
+		}
+		v := gjson.Parse(f.Raw)
+		if v.Type == gjson.Null || v.Type == gjson.String && slices.Contains(allowed, v.Str) {
+			return ""
+		}
+		return "Invalid value for '" + field + "': " + f.Raw + ". Supported values are: '" + strings.Join(allowed, "', '") + "'."
+	}
+	return ""
 }
 
 // imageError is an upstream refusal as the sim answers it: OpenAI's error
@@ -164,8 +194,9 @@ func startImage(clk *clock, k JobKnobs) (*vendor.JobOutcome, error) {
 	return nil, nil
 }
 
-// finish is the job's end: its failure, or its images rendered.
-func (j *imageJob) finish() *vendor.JobOutcome {
+// finish is the job's end at the time done: its failure, or its images
+// rendered, made then.
+func (j *imageJob) finish(done time.Time) *vendor.JobOutcome {
 	if j.Fail != 0 {
 		return imageError(j.Fail, SimulatedError(j.Fail, "fail"))
 	}
@@ -176,7 +207,7 @@ func (j *imageJob) finish() *vendor.JobOutcome {
 	r := &images.Request{Operation: j.Op, N: j.N, Size: j.Size, ResponseFormat: j.Format}
 	r.Width, r.Height = images.ParseSize(j.Size)
 	size := itoa(j.W) + "x" + itoa(j.H)
-	res := images.Result{Created: 1735689600 + int64(j.Seed%(365*86400)),
+	res := images.Result{Created: done.Unix(),
 		Fields: []images.Field{{Name: "output_format", Raw: `"png"`}}}
 	var rp []byte
 	if j.Prompt != "" {
@@ -241,7 +272,7 @@ func (v *Vendor) runImage(ctx context.Context, req *vendor.JobRequest) (*vendor.
 	if out, err := started(ctx, req.Timeout, k, true); out != nil || err != nil {
 		return out, err
 	}
-	return j.finish(), nil
+	return j.finish(v.now()), nil
 }
 
 // submitImage starts a job: refused at once by an error marker, else
@@ -254,7 +285,7 @@ func (v *Vendor) submitImage(ctx context.Context, req *vendor.JobRequest) (*vend
 	if out, err := started(ctx, req.Timeout, k, false); out != nil || err != nil {
 		return out, err
 	}
-	j.Start = time.Now().UnixMilli()
+	j.Start = v.now().UnixMilli()
 	return &vendor.JobOutcome{State: vendor.JobRunning, UpstreamRef: j.ref(), PollAfter: pollAfter(k.Latency)}, nil
 }
 
@@ -266,8 +297,8 @@ func (v *Vendor) pollImage(req *vendor.JobRequest) (*vendor.JobOutcome, error) {
 		return imageError(http.StatusNotFound, "No image job found with that id."), nil
 	}
 	end := time.UnixMilli(j.Start).Add(time.Duration(j.Latency) * time.Millisecond)
-	if left := time.Until(end); left > 0 {
+	if left := end.Sub(v.now()); left > 0 {
 		return &vendor.JobOutcome{State: vendor.JobRunning, UpstreamRef: req.UpstreamRef, PollAfter: pollAfter(left)}, nil
 	}
-	return j.finish(), nil
+	return j.finish(end), nil
 }

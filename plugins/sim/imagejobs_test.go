@@ -84,6 +84,8 @@ func TestImageFrame(t *testing.T) {
 		{"640x480", "", "", 640, 480, ""},
 		{"10x10", "", "", 0, 0, "between 64 and 4096"},
 		{"5000x1000", "", "", 0, 0, "between 64 and 4096"},
+		{"banana", "", "", 0, 0, "Invalid value: 'banana'"},
+		{"16:9", "", "", 0, 0, "Invalid value: '16:9'"},
 		{"", "16:9", "", 1456, 816, ""},
 		{"512x512", "", "960x960", 0, 0, "at least 960x960"},
 		{"", "", "1920x1920", 1920, 1920, ""},
@@ -170,9 +172,70 @@ func TestImageJobRef(t *testing.T) {
 
 func TestImageAnswerIsDeterministic(t *testing.T) {
 	v := imageVendor(t, nil)
+	fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	v.now = func() time.Time { return fixed } // only the timestamp is the clock's
 	a, _ := v.Run(context.Background(), imageReq(`{"prompt":"a cat","response_format":"b64_json"}`, nil))
 	b, _ := v.Run(context.Background(), imageReq(`{"prompt":"a cat","response_format":"b64_json"}`, nil))
 	if !bytes.Equal(a.Body, b.Body) {
 		t.Fatal("two answers to one request differ")
+	}
+}
+
+// Like the vendors it stands in for, sim answers a value it does not take
+// (size, quality, output format) with the upstream's 400, which the
+// gateway passes on unchanged; it never draws a default image instead.
+func TestImageBadValuesAreRefused(t *testing.T) {
+	v := imageVendor(t, nil)
+	for _, tc := range []struct{ desc, body, want string }{
+		{"a size that is no size", `{"prompt":"a cat","size":"banana"}`, "Invalid value: 'banana'. Supported values are: 'auto' and 'WIDTHxHEIGHT'"},
+		{"an unknown quality", `{"prompt":"a cat","quality":"ultra"}`, `Invalid value for 'quality': "ultra". Supported values are: 'auto', 'low', 'medium', 'high', 'standard', 'hd'.`},
+		{"a quality that is no string", `{"prompt":"a cat","quality":3}`, `Invalid value for 'quality': 3.`},
+		{"an unknown output format", `{"prompt":"a cat","output_format":"gif"}`, `Invalid value for 'output_format': "gif". Supported values are: 'png', 'jpeg', 'webp'.`},
+	} {
+		for _, async := range []bool{false, true} {
+			req := imageReq(tc.body, nil)
+			call := v.Run
+			if async {
+				call = v.Submit
+			}
+			out, err := call(context.Background(), req)
+			if err != nil || out.State != vendor.JobFailed || out.Error == nil || out.Error.Status != 400 ||
+				!strings.Contains(out.Error.Message, tc.want) {
+				t.Errorf("%s (async %v): %+v %v", tc.desc, async, out, err)
+			}
+		}
+	}
+	for _, ok := range []string{`{"prompt":"a cat","size":"auto","quality":"high","output_format":"webp"}`, `{"prompt":"a cat","quality":null}`} {
+		if out, err := v.Run(context.Background(), imageReq(ok, nil)); err != nil || out.State != vendor.JobSucceeded {
+			t.Errorf("%s: %+v %v", ok, out, err)
+		}
+	}
+	// A fixed-grid model takes any quality as its tier flag.
+	if out, err := v.Run(context.Background(), imageReq(`{"prompt":"a cat","quality":"ultra"}`, map[string]string{"grid": "4"})); err != nil || out.State != vendor.JobSucceeded {
+		t.Errorf("grid quality: %+v %v", out, err)
+	}
+}
+
+// An answer's created is when the images were made: the request's time
+// for a synchronous call, the job's end for an async one, never before
+// the job was submitted.
+func TestImageCreatedIsNow(t *testing.T) {
+	v := imageVendor(t, nil)
+	now := time.Unix(1_900_000_000, 0)
+	v.now = func() time.Time { return now }
+	out, err := v.Run(context.Background(), imageReq(`{"prompt":"a cat"}`, nil))
+	if err != nil || gjson.GetBytes(out.Body, "created").Int() != now.Unix() {
+		t.Fatalf("sync created %s, want %d (%v)", gjson.GetBytes(out.Body, "created").Raw, now.Unix(), err)
+	}
+	sub, err := v.Submit(context.Background(), imageReq(`{"prompt":"a cat [sim:latency=90s]"}`, nil))
+	if err != nil || sub.State != vendor.JobRunning {
+		t.Fatalf("submit %+v %v", sub, err)
+	}
+	poll := imageReq(`{"prompt":"a cat [sim:latency=90s]"}`, nil)
+	poll.UpstreamRef = sub.UpstreamRef
+	now = now.Add(5 * time.Minute)
+	out, err = v.Poll(context.Background(), poll)
+	if err != nil || out.State != vendor.JobSucceeded || gjson.GetBytes(out.Body, "created").Int() != 1_900_000_090 {
+		t.Fatalf("async created %s, want the job's end 1900000090 (%+v %v)", gjson.GetBytes(out.Body, "created").Raw, out, err)
 	}
 }

@@ -168,7 +168,7 @@ func (v *Vendor) Submit(ctx context.Context, req *vendor.JobRequest) (*vendor.Jo
 	if out, err := started(ctx, req.Timeout, k, false); out != nil || err != nil {
 		return out, err
 	}
-	ref := jobRef{Family: req.Family, Start: time.Now().UnixMilli(), Latency: k.Latency.Milliseconds()}
+	ref := jobRef{Family: req.Family, Start: v.now().UnixMilli(), Latency: k.Latency.Milliseconds()}
 	return &vendor.JobOutcome{State: vendor.JobRunning, UpstreamRef: ref.String(), PollAfter: pollAfter(k.Latency)}, nil
 }
 
@@ -187,7 +187,7 @@ func (v *Vendor) Poll(_ context.Context, req *vendor.JobRequest) (*vendor.JobOut
 		return imageError(http.StatusNotFound, "No job found with that id."), nil
 	}
 	end := time.UnixMilli(j.Start).Add(time.Duration(j.Latency) * time.Millisecond)
-	if left := time.Until(end); left > 0 {
+	if left := end.Sub(v.now()); left > 0 {
 		return &vendor.JobOutcome{State: vendor.JobRunning, UpstreamRef: req.UpstreamRef, PollAfter: pollAfter(left)}, nil
 	}
 	if plan := f.plan(req); plan.Error != nil {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -12,8 +13,8 @@ import (
 type plan struct {
 	p        protocol.ID
 	model    string
-	hash     uint64 // of the request: every id and timestamp derives from it
-	created  int64
+	hash     uint64 // of the request: every id derives from it
+	created  int64  // the request's time, Unix seconds
 	text     []byte // the reply text, words joined by single spaces
 	words    int    // words in text
 	chunks   int    // content chunks the text streams in
@@ -42,11 +43,11 @@ var filler = [...]string{
 	"credit", "wallet", "route", "ledger", "token", "stream", "answer", "sim",
 }
 
-func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs) *plan {
+func newPlan(p protocol.ID, model string, body []byte, c *conv, k *Knobs, now time.Time) *plan {
 	h := fnv64(fnv64(fnv64(fnvOffset, string(p)), model), unsafeString(body))
 	pl := &plan{
 		p: p, model: model, hash: h, conv: c,
-		created: 1735689600 + int64(h%(365*86400)),
+		created: now.Unix(),
 		in:      (c.inputBytes + 3) / 4,
 	}
 	pl.cached = min(k.Cached, pl.in)

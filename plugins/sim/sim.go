@@ -28,6 +28,7 @@ const (
 type Vendor struct {
 	log    hclog.Logger
 	engine *Engine
+	now    func() time.Time // the time answers carry (a test may fix it)
 
 	mu       sync.RWMutex
 	channels map[string]channel
@@ -43,7 +44,7 @@ func New(log hclog.Logger) *Vendor {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Vendor{log: log.Named("sim"), engine: NewEngine(), channels: map[string]channel{}}
+	return &Vendor{log: log.Named("sim"), engine: NewEngine(), now: time.Now, channels: map[string]channel{}}
 }
 
 // Describe names the plugin: sim speaks all four chat protocols and
