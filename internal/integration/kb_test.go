@@ -229,7 +229,7 @@ func TestKnowledgeBase(t *testing.T) {
 		}
 		want := fmt.Sprintf("imported %d pages into team: %d created, 0 updated, 0 unchanged; 1 source file uploaded", 4+kbFillers, 4+kbFillers)
 		if !strings.Contains(out, "created knowledge base team") || !strings.Contains(out, want) ||
-			!strings.Contains(out, "1 link names no page of this folder") || !strings.Contains(out, "  billing -> Nowhere page\n") {
+			!strings.Contains(out, "1 link names no page of this folder") || !strings.Contains(out, "  billing-guide -> Nowhere page\n") {
 			t.Fatalf("kb import said:\n%s\nwant %q", out, want)
 		}
 		// A re-import changes nothing; an edited page is updated in place
