@@ -45,6 +45,11 @@ type Options struct {
 	// directory is gone) is left behind after it, with its journal kept
 	// for the next start; 0 means 10 seconds.
 	CloseTimeout time.Duration
+	// Reserve is the size of the file of real blocks kept in the database
+	// directory and let go when the disk fills, so that Badger's work
+	// under way finds room (space.go); 0 means DefaultReserve, negative
+	// none. Ignored InMemory.
+	Reserve int64
 
 	memTableSize int64         // tests shrink it to reach ErrTxnTooBig
 	applyDelay   time.Duration // tests lengthen it to gather big batches
@@ -92,6 +97,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if lg == nil {
 		lg = hclog.NewNullLogger()
 	}
+	memTable := int64(4 << 20)
+	if o.memTableSize > 0 {
+		memTable = o.memTableSize
+	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{lg}).
 		WithSyncWrites(o.Strict).
@@ -101,7 +110,7 @@ func Open(dir string, o Options) (*Store, error) {
 		// (64 MB memtables x5, a 256 MB block cache) would dominate RSS.
 		// Without compression, tables are read in place from their memory
 		// maps, so a block cache would only copy them (Badger's advice).
-		WithMemTableSize(4 << 20).
+		WithMemTableSize(memTable).
 		WithNumMemtables(2).
 		WithCompression(options.None).
 		WithBlockCacheSize(0).
@@ -110,9 +119,6 @@ func Open(dir string, o Options) (*Store, error) {
 		// Rows with a large technical view go to the value log, so index
 		// scans read compact LSM tables.
 		WithValueThreshold(1 << 10)
-	if o.memTableSize > 0 {
-		bo = bo.WithMemTableSize(o.memTableSize)
-	}
 	if o.InMemory {
 		// No value log in memory: every value sits in the LSM tree, so
 		// the threshold is the largest value (a long knowledge page).
@@ -130,6 +136,15 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	if o.InMemory {
 		s.health.dir = ""
+	} else {
+		reserve := o.Reserve
+		if reserve == 0 {
+			reserve = DefaultReserve
+		}
+		s.health.space = newSpace(dir, reserve, memTable)
+		s.books.space = s.health.space
+		public, _ := s.health.probe()
+		setErr(&s.health.probeErr, public)
 	}
 	if s.closeTimeout <= 0 {
 		s.closeTimeout = defaultCloseTimeout
@@ -260,6 +275,11 @@ func (s *Store) recoverBooks(dir string, o Options) error {
 			es = append(es, e)
 			b.seq = r.seq
 		}
+		if len(es) > 0 {
+			if err := s.health.space.admit(); err != nil {
+				return fmt.Errorf("badgerstore: replaying the journal: %w", err)
+			}
+		}
 		for len(es) > 0 {
 			n, err := s.applyEntries(es[:min(len(es), 4096)])
 			if err != nil {
@@ -298,7 +318,7 @@ func (s *Store) gcLoop(every time.Duration) {
 			return
 		case <-t.C:
 			n := 0
-			for s.db.RunValueLogGC(0.5) == nil {
+			for s.health.space.admit() == nil && s.db.RunValueLogGC(0.5) == nil {
 				n++
 			}
 			if n > 0 {
@@ -339,6 +359,10 @@ func (s *Store) update(ctx context.Context, fn func(txn *badger.Txn) error) erro
 		return err
 	}
 	defer s.mu.RUnlock()
+	if err := s.health.space.admit(); err != nil {
+		return err
+	}
+	defer s.health.space.wrote()
 	var err error
 	for range maxConflictRetries {
 		if err = s.db.Update(fn); !errors.Is(err, badger.ErrConflict) {

@@ -3,6 +3,9 @@ package badgerstore
 import (
 	"errors"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,8 +37,12 @@ func TestRemovedDirectoryFailsClosedAndCloses(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Check(ctx); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("check after the directory went: %v, want ErrUnavailable", err)
+	// The periodic check finds it.
+	for deadline := time.Now().Add(2 * time.Second); s.Check(ctx) == nil && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.Check(ctx); !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), dir) {
+		t.Fatalf("check after the directory went: %v, want ErrUnavailable naming no path", err)
 	}
 	if _, err := s.PlaceHold(ctx, store.Hold{ID: "h2", AccountID: "a", Amount: 1}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("hold after the directory went: %v, want ErrUnavailable", err)
@@ -76,13 +83,55 @@ func TestProbeRecovers(t *testing.T) {
 		_ = os.Chmod(dir, 0o700)
 		t.Skip("root writes to read-only directories")
 	}
-	if err := s.Check(ctx); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("check of a read-only directory: %v", err)
-	}
+	waitCheck(t, s, true)
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Check(ctx); err != nil {
-		t.Fatalf("check after the directory is writable again: %v", err)
+	waitCheck(t, s, false)
+}
+
+// waitCheck waits up to 2 s for Check to fail (failing) or pass.
+func waitCheck(t *testing.T, s *Store, failing bool) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if err = s.Check(t.Context()); (err != nil) == failing {
+			return
+		}
 	}
+	t.Fatalf("check: %v, want failing %v", err, failing)
+}
+
+// Checks from many goroutines at once (a flood of /readyz) neither fail
+// each other nor the money moves: they read what the periodic probe found.
+func TestConcurrentChecksDoNotRace(t *testing.T) {
+	ctx := t.Context()
+	s := openTemp(t, t.TempDir(), Options{ProbeInterval: time.Millisecond})
+	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(10), ""); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 500 {
+				if err := s.Check(ctx); err != nil {
+					failed.Store("check", err)
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		h := store.Hold{ID: "h" + strconv.Itoa(i), AccountID: "a", Amount: 1}
+		if _, err := s.PlaceHold(ctx, h); err != nil {
+			failed.Store("hold", err)
+		}
+	}
+	wg.Wait()
+	failed.Range(func(k, v any) bool {
+		t.Errorf("%s failed during concurrent checks: %v", k, v)
+		return true
+	})
 }

@@ -50,8 +50,10 @@ type journal struct {
 }
 
 const (
-	recordHeader   = 4 + 4 + 8 + 1
-	segmentMax     = 64 << 20
+	recordHeader = 4 + 4 + 8 + 1
+	// A segment is closed at 1 MB and deleted once applied, so the
+	// journal stays small on a small disk.
+	segmentMax     = 1 << 20
 	maxRecord      = 64 << 20
 	journalSuffix  = ".journal"
 	journalDirName = "journal"

@@ -495,6 +495,9 @@ func (s *Store) indexLogValues() error {
 	if err != nil || done {
 		return err
 	}
+	if err := s.health.space.admit(); err != nil {
+		return err
+	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	n := 0

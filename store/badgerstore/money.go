@@ -44,6 +44,7 @@ type books struct {
 	wallets map[string]*store.Wallet // accounts touched since open; Badger holds the others as they are
 	holds   map[string]store.Hold    // every open hold
 	j       *journal                 // nil in memory mode
+	space   *space                   // nil in memory mode
 	seq     uint64                   // last journal record
 	queue   []*entry                 // journaled, not yet in Badger
 	spare   []*entry
@@ -124,7 +125,11 @@ func (b *books) record(e *entry, payload []byte) error {
 	seq := b.seq + 1
 	if b.j != nil {
 		if err := b.j.append(seq, e.kind, payload); err != nil {
-			return fmt.Errorf("badgerstore: journal: %w", err)
+			// Nothing was recorded: the caller may try again once the
+			// disk takes writes (a settlement waits for it, pipeline's
+			// SettleQueue).
+			b.space.full(err)
+			return fmt.Errorf("%w: the journal refused the move: %v", store.ErrUnavailable, bare(err))
 		}
 	}
 	b.seq, e.seq = seq, seq
@@ -288,6 +293,11 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	}
 	if st.HoldID == "" && st.Charge != 0 {
 		return fmt.Errorf("badgerstore: charge %s without a hold", st.Charge)
+	}
+	// A settlement is refused like any move while the store cannot write
+	// (its hold stays, the evidence of the call, until it is written).
+	if err := s.refuseMoves(); err != nil {
+		return err
 	}
 	if err := s.enter(ctx); err != nil {
 		return err
@@ -653,7 +663,8 @@ func (s *Store) applyLoop() {
 }
 
 // applyQueued commits everything queued, retrying a failed commit until
-// it succeeds or the store is crashing (tests).
+// it succeeds or the store is crashing (tests). A commit waits while the
+// disk has no room for it (space.go).
 func (s *Store) applyQueued() {
 	b := s.books
 	b.mu.Lock()
@@ -667,20 +678,28 @@ func (s *Store) applyQueued() {
 	all := batch
 	backoff := 10 * time.Millisecond
 	for len(batch) > 0 {
-		n, err := s.applyEntries(batch)
-		setErr(&s.health.applyErr, err)
+		err := s.health.space.admit()
+		n := 0
+		if err == nil {
+			n, err = s.applyEntries(batch)
+			setErr(&s.health.applyErr, err)
+		}
 		if err != nil {
-			s.log.Error("applying money moves to the store failed; retrying", "error", err, "backoff", backoff)
+			if !errors.Is(err, store.ErrUnavailable) || backoff >= time.Second {
+				s.log.Error("applying money moves to the store failed; retrying", "error", err, "backoff", backoff)
+			}
 			select {
 			case <-time.After(backoff):
+			case <-s.health.back:
 			case <-b.stop:
 				if b.discard {
 					return
 				}
 			}
-			backoff = min(2*backoff, 5*time.Second)
+			backoff = min(2*backoff, time.Second)
 			continue
 		}
+		s.health.space.wrote()
 		last := batch[n-1].seq
 		b.mu.Lock()
 		b.inBadger(batch[:n])

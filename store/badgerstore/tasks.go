@@ -414,6 +414,9 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 	if err != nil {
 		return err
 	}
+	if err := s.refuseMoves(); err != nil {
+		return err
+	}
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
