@@ -28,7 +28,11 @@ type Deps struct {
 	Now      func() time.Time
 	Limits   Limiter // account rpm and concurrency; nil = unlimited
 	Health   *Health // channel circuit breakers
-	Auth     *Authenticator
+	// Settlements holds the settlements the store could not take yet;
+	// nil: a refused settlement is not retried (its hold is left to
+	// recovery).
+	Settlements *SettleQueue
+	Auth        *Authenticator
 	// Redact masks upstream error messages shown to clients; nil means
 	// RedactorFor(Config).
 	Redact *redact.Redactor

@@ -17,16 +17,20 @@ import (
 // log commits the call: the hold is closed, the charge booked and the usage
 // row written in one store step, so a row never exists without its charge
 // nor a charge without its row. Every call whose key is known gets a row.
-// When the commit fails, a response still held back is replaced by a 500:
+// A step the store refuses as unavailable waits in the SettleQueue, its
+// hold kept, and is written once the store takes writes; the answer is
+// handed out meanwhile (its charge is known and will be booked). When the
+// step fails otherwise, a response still held back is replaced by a 500:
 // the gateway does not hand out an answer it could not bill.
 type logStage struct {
-	store store.Store
-	now   func() time.Time
-	log   hclog.Logger
+	store   store.Store
+	waiting *SettleQueue
+	now     func() time.Time
+	log     hclog.Logger
 }
 
 func newLog(d *Deps, _ map[string]string) (Stage, error) {
-	return &logStage{store: d.Store, now: d.Now, log: d.Logger.Named("ledger")}, nil
+	return &logStage{store: d.Store, waiting: d.Settlements, now: d.Now, log: d.Logger.Named("ledger")}, nil
 }
 
 func (s *logStage) Name() string { return "log" }
@@ -58,55 +62,83 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 		st.Charge = 0
 		row.Cost = 0
 	}
-	// The client may be gone; the ledger must still be written.
-	err := s.store.Settle(context.WithoutCancel(ctx), st)
 	heldBack := c.Err == nil && c.response != nil
-	if errors.Is(err, store.ErrOutOfRange) {
-		if row, err = s.settleUnbooked(ctx, c, st, heldBack); err == nil {
-			err = store.ErrOutOfRange // the answer is not handed out (below)
-			c.Row = row
+	// Set when write ran here; a late write (from the queue) finds the
+	// answer handed out.
+	var written *store.LogRow
+	var unbooked bool
+	id, log := c.ID, s.log
+	write := func(ctx context.Context, late bool) (err error) {
+		r, ub, err := settle(ctx, s.store, log, id, st, heldBack && !late)
+		if !late {
+			written, unbooked = r, ub
+		} else if errors.Is(err, store.ErrNotFound) {
+			// An earlier attempt whose answer was lost took it (a
+			// database gone mid-commit), or recovery released it.
+			log.Warn("a waiting settlement found its hold already closed; nothing more is written", "request_id", id)
+			return nil
 		}
+		return err
 	}
-	if err != nil {
-		if c.Row == nil {
+	// The client may be gone; the ledger must still be written.
+	err := s.waiting.Submit(context.WithoutCancel(ctx), c.ID, c.Hold != nil, write)
+	switch {
+	case err == nil:
+		c.Row = written
+		if heldBack && unbooked {
+			c.Err = apierr.New(apierr.InternalError, "the charge of this call could not be booked (the account's balance is out of its range), so the answer was not handed out")
+			c.renderError()
+		}
+		s.log.Debug("settled", "request_id", c.ID, "status", written.Status, "cost", written.Cost.String(), "model", written.Model)
+	case errors.Is(err, ErrSettlementWaits):
+		c.Row = row
+		s.log.Warn("the store cannot take settlements now; this one waits in memory, its hold kept, and is written when it can",
+			"request_id", c.ID, "error", err)
+	default:
+		if c.Hold != nil {
 			s.log.Error("settlement failed; the hold stays open for recovery", "request_id", c.ID, "error", err)
+		} else {
+			s.log.Error("the row of a call without a hold could not be written", "request_id", c.ID, "error", err)
 		}
 		if heldBack {
 			c.Err = apierr.Internal(err)
 			c.renderError()
 		}
-		return
 	}
-	c.Row = row
-	s.log.Debug("settled", "request_id", c.ID, "status", row.Status, "cost", row.Cost.String(), "model", row.Model)
 }
 
-// settleUnbooked closes a hold whose charge the books refused because it
-// would take the balance out of money's range (an account already
-// indebted by about 9.2e9 credits): the row is written and the hold closed
-// with a charge of 0, the charge that could not be booked is named in the
-// row's technical view and in the log, and an answer still held back
-// becomes a 500 (the gateway does not hand out what it could not bill).
-// The call is never lost, and the books stay exact.
-func (s *logStage) settleUnbooked(ctx context.Context, c *Call, st store.Settlement, heldBack bool) (*store.LogRow, error) {
-	s.log.Error("the charge would take the balance out of range; the call is logged with cost 0",
-		"request_id", c.ID, "account_id", st.Row.AccountID, "charge", st.Charge.String())
-	row := *st.Row
+// settle makes one settlement, the row of request id. A charge the books
+// refuse because it would take the balance out of money's range (an
+// account already indebted by about 9.2e9 credits) is logged with cost 0
+// instead: the row is written and the hold closed with a charge of 0, the
+// charge that could not be booked named in the row's technical view and in
+// the log, and an answer still held back marked as an internal error (the
+// gateway does not hand out what it could not bill). The call is never
+// lost, and the books stay exact. It returns the row written and whether
+// its charge was left unbooked.
+func settle(ctx context.Context, st store.Store, log hclog.Logger, id string, set store.Settlement, heldBack bool) (*store.LogRow, bool, error) {
+	err := st.Settle(ctx, set)
+	if !errors.Is(err, store.ErrOutOfRange) {
+		return set.Row, false, err
+	}
+	log.Error("the charge would take the balance out of range; the call is logged with cost 0",
+		"request_id", id, "account_id", set.Row.AccountID, "charge", set.Charge.String())
+	row := *set.Row
 	row.Cost = 0
 	if heldBack {
-		row.Status, row.ErrorCode, row.ErrorMessage = store.StatusError, apierr.InternalError, "internal error"
+		row.Status, row.ErrorCode, row.ErrorMessage = store.StatusError, apierr.InternalError, "the charge could not be booked"
 	}
 	if row.Tech != nil {
 		tech := *row.Tech
 		tech.Gateway = append(tech.Gateway[:len(tech.Gateway):len(tech.Gateway)],
-			store.KV{K: "charge_not_booked", V: st.Charge.String() + " (out of the balance's range)"})
+			store.KV{K: "charge_not_booked", V: set.Charge.String() + " (out of the balance's range)"})
 		row.Tech = &tech
 	}
-	st.Charge, st.Row = 0, &row
-	if err := s.store.Settle(context.WithoutCancel(ctx), st); err != nil {
-		return nil, err
+	set.Charge, set.Row = 0, &row
+	if err := st.Settle(ctx, set); err != nil {
+		return nil, true, err
 	}
-	return &row, nil
+	return &row, true, nil
 }
 
 func (s *logStage) row(c *Call) *store.LogRow {

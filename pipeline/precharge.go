@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -23,10 +24,11 @@ const holdOutputCap = 32768
 // plus the explicit max tokens, or min(default_max_tokens, 32768) when they
 // are omitted (then the on-wire value is raised to the model ceiling).
 type prechargeStage struct {
-	cfg   *config.Config
-	store store.Store
-	jobs  map[string]vendor.Jobs
-	red   *redact.Redactor
+	cfg     *config.Config
+	store   store.Store
+	waiting *SettleQueue
+	jobs    map[string]vendor.Jobs
+	red     *redact.Redactor
 }
 
 func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
@@ -34,7 +36,7 @@ func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
 	if red == nil {
 		red = RedactorFor(d.Config)
 	}
-	return &prechargeStage{cfg: d.Config, store: d.Store, jobs: d.Jobs, red: red}, nil
+	return &prechargeStage{cfg: d.Config, store: d.Store, waiting: d.Settlements, jobs: d.Jobs, red: red}, nil
 }
 
 func (s *prechargeStage) Name() string { return "precharge" }
@@ -143,6 +145,11 @@ func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
 // what the hold covers; fits, when set, says what would fit the
 // available balance.
 func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what string, fits func(available money.Nano) string) error {
+	if n := s.waiting.Waiting(); n > 0 {
+		// Fail closed: calls already served wait for their charges to be
+		// written; no new one is served until they are.
+		return storeFailing(fmt.Errorf("%w: %d settlements wait for the store", store.ErrUnavailable, n))
+	}
 	w, err := s.store.PlaceHold(ctx, h)
 	if errors.Is(err, store.ErrSpendCap) {
 		return apierr.New(apierr.QuotaExceeded, "spend cap reached: this request may cost up to "+h.Amount.String()+
@@ -166,9 +173,7 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what 
 	}
 	if errors.Is(err, store.ErrUnavailable) {
 		// Fail closed: a call whose charge cannot be recorded is not served.
-		e := apierr.New(apierr.InternalError, "the gateway's store is failing, so the charge of this call could not be recorded and the call was not served; try again later")
-		e.Cause = err
-		return e
+		return storeFailing(err)
 	}
 	if err != nil {
 		return apierr.Internal(err)
@@ -202,6 +207,14 @@ func TopUpHint(cfg *config.Config, r *http.Request) string {
 		return "top up from the console's billing page, " + base + "/console/billing"
 	}
 	return "ask the gateway's operator to add credit"
+}
+
+// storeFailing is the refusal of a call whose charge the store cannot
+// record now.
+func storeFailing(cause error) *apierr.Error {
+	e := apierr.New(apierr.InternalError, "the gateway's store is failing, so the charge of this call could not be recorded and the call was not served; try again later")
+	e.Cause = cause
+	return e
 }
 
 // TokenCost prices token usage: cached input at cached_input (input when

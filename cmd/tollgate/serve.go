@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/gateway"
+	"github.com/tollgate-gw/tollgate/core/loglimit"
 	"github.com/tollgate-gw/tollgate/pipeline"
 )
 
@@ -36,10 +37,12 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 				// process small for little CPU. GOGC overrides it.
 				debug.SetGCPercent(50)
 			}
-			log := hclog.New(&hclog.LoggerOptions{
+			// A warning or error repeated in a flood is written once a
+			// second, with the count of those held back.
+			log := loglimit.Wrap(hclog.New(&hclog.LoggerOptions{
 				Name: "tollgate", Level: hclog.LevelFromString(c.String("log-level")),
 				JSONFormat: c.Bool("log-json"), Output: os.Stderr,
-			})
+			}), 0)
 			if c.NArg() > 0 {
 				return fmt.Errorf("serve takes no arguments (give the config with --config), got %q", c.Args().Slice())
 			}

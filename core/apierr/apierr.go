@@ -112,8 +112,15 @@ func Newf(code, format string, args ...any) *Error {
 }
 
 // Internal wraps a gateway fault as a 500 whose cause stays in the logs.
+// A cause that has a message meant for clients (a ClientMessage method,
+// as the store's "unavailable" has) shows it; others a generic one.
 func Internal(cause error) *Error {
-	e := New(InternalError, "internal error")
+	msg := "internal error: the gateway could not complete this request; try again later"
+	var cm interface{ ClientMessage() string }
+	if errors.As(cause, &cm) {
+		msg = cm.ClientMessage()
+	}
+	e := New(InternalError, msg)
 	e.Cause = cause
 	return e
 }

@@ -158,6 +158,9 @@ type Store struct {
 	// last renewal in a postgres store (default 15s); another instance
 	// releases them afterwards.
 	Lease time.Duration
+	// ReserveMB is the disk space a badger store keeps in reserve for a
+	// full disk, in MB (0: the default, 32).
+	ReserveMB int
 }
 
 // Postgres reports whether the store is PostgreSQL (several instances may

@@ -514,7 +514,7 @@ func (d *decoder) checkURL(a *hcl.Attribute, where, name, raw string) {
 }
 
 var storeSchemas = map[string]*hcl.BodySchema{
-	storeKindBadger:   {Attributes: []hcl.AttributeSchema{{Name: "dir"}}},
+	storeKindBadger:   {Attributes: []hcl.AttributeSchema{{Name: "dir"}, {Name: "reserve_mb"}}},
 	StoreKindPostgres: {Attributes: []hcl.AttributeSchema{{Name: "url", Required: true}, {Name: "dir"}, {Name: "lease"}}},
 }
 
@@ -537,6 +537,9 @@ func (d *decoder) store(b *hcl.Block, s *Store) {
 		if err := checkPostgresURL(s.URL); err != "" {
 			d.errorf(a.Expr.Range(), where, "url: %s", err)
 		}
+	}
+	if a := c.Attributes["reserve_mb"]; a != nil {
+		d.intMin(a, where, 1, &s.ReserveMB)
 	}
 	if a := c.Attributes["lease"]; a != nil {
 		d.duration(a, where, &s.Lease)

@@ -80,6 +80,9 @@ func Render(c *Config) string {
 	if c.Store.Lease != 0 {
 		st.SetAttributeValue("lease", cty.StringVal(c.Store.Lease.String()))
 	}
+	if c.Store.ReserveMB != 0 {
+		st.SetAttributeValue("reserve_mb", cty.NumberIntVal(int64(c.Store.ReserveMB)))
+	}
 
 	for _, p := range c.Plugins {
 		root.AppendNewline()

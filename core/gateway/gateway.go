@@ -96,6 +96,8 @@ type Gateway struct {
 	limits   limiter
 	logLimit *ratelimit.PerKey
 	health   *pipeline.Health
+	settles  *pipeline.SettleQueue // settlements waiting for the store
+	ready    readiness             // the store's last check, for /readyz
 	auth     *pipeline.Authenticator
 	admin    http.Handler
 	billing  *billingcompat.Handler
@@ -180,6 +182,7 @@ func (g *Gateway) provisionStore(ctx context.Context) error {
 	} else {
 		st, err = badgerstore.Open(filepath.Join(dir, "badger"), badgerstore.Options{
 			Logger: g.log.Named("store"), Strict: g.cfg.Server.Durability == "strict",
+			Reserve: int64(g.cfg.Store.ReserveMB) << 20,
 		})
 	}
 	if err != nil {
@@ -194,6 +197,10 @@ func (g *Gateway) provisionStore(ctx context.Context) error {
 	}
 	g.store = st
 	g.onCleanup(st.Close)
+	// Closed before the store: the settlements still waiting get their
+	// chance to be written first.
+	g.settles = pipeline.NewSettleQueue(g.log.Named("ledger"), 0, g.now)
+	g.onCleanup(func() error { g.settles.Close(settleWait); return nil })
 	if n, err := Recover(ctx, st, g.now); err != nil {
 		return fmt.Errorf("recover open holds: %w", err)
 	} else if n > 0 {

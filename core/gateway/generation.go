@@ -49,7 +49,7 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 	red := pipeline.RedactorFor(cfg)
 	deps := &pipeline.Deps{
 		Config: cfg, Store: g.store, Vendors: vendors, Jobs: jobs, Families: families, Logger: g.log, Now: g.now,
-		Limits: g.limits, Health: g.health, Auth: g.auth, Redact: red,
+		Limits: g.limits, Health: g.health, Settlements: g.settles, Auth: g.auth, Redact: red,
 		Files: g.fileHost, Tasks: g.engine, Retriever: kbRetriever{g.kb},
 	}
 	if g.tracing != nil {

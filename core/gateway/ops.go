@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,7 +50,8 @@ func (g *Gateway) provisionTelemetry(ctx context.Context) error {
 					g.engine.Stats(owned, ended)
 				}
 			},
-			Breakers: g.breakers,
+			Breakers:    g.breakers,
+			Settlements: g.settles.Waiting,
 		}, g.log.Named("metrics"))
 	}
 	return nil
@@ -221,18 +223,20 @@ func (g *Gateway) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // serveReadyz answers whether the gateway can serve calls: not draining,
-// the store working, every plugin running, every TLS certificate there.
-func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
+// the store working with no settlement waiting for it, every plugin
+// running, every TLS certificate there. A flood of probes costs the store
+// nothing: its answer is the last check, made at most every
+// readyCheckEvery. No problem names a file.
+func (g *Gateway) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	var problems []string
 	if g.draining.Load() {
 		problems = append(problems, "draining: the gateway is stopping")
 	}
-	if c, ok := g.store.(store.Checker); ok {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		if err := c.Check(ctx); err != nil {
-			problems = append(problems, err.Error()) // "store: ..."
-		}
-		cancel()
+	if err := g.ready.store(g.store); err != nil {
+		problems = append(problems, err.Error()) // "store: ..."
+	}
+	if n := g.settles.Waiting(); n > 0 {
+		problems = append(problems, fmt.Sprintf("store: %d settlements of calls already served wait for the store to take writes; new calls are refused until they are written", n))
 	}
 	for _, p := range g.plugins.Stats() {
 		if !p.Up {
@@ -247,6 +251,35 @@ func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeProbe(w, http.StatusOK, "ready", nil)
+}
+
+// readyCheckEvery is how often /readyz asks the store at most.
+const readyCheckEvery = 500 * time.Millisecond
+
+// readiness is the store's last check as /readyz shows it.
+type readiness struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+// store checks st unless it was checked less than readyCheckEvery ago;
+// probes arriving meanwhile share the answer.
+func (r *readiness) store(st store.Store) error {
+	c, ok := st.(store.Checker)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.at.IsZero() && time.Since(r.at) < readyCheckEvery {
+		return r.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	r.err = c.Check(ctx)
+	cancel()
+	r.at = time.Now()
+	return r.err
 }
 
 func writeProbe(w http.ResponseWriter, status int, word string, problems []string) {

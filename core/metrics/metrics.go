@@ -43,6 +43,9 @@ type Sources struct {
 	// Breakers reports each configured channel's breaker state
 	// (pipeline.BreakerClosed, Open, HalfOpen).
 	Breakers func(fn func(channel string, state int))
+	// Settlements reports how many settlements wait for the store
+	// (pipeline.SettleQueue).
+	Settlements func() int
 }
 
 // Metrics is the registry and the hooks that feed it.
@@ -59,6 +62,7 @@ type Metrics struct {
 	models                     map[string]*modelSeries
 	src                        Sources
 	holdsDesc, lagDesc, upDesc *prometheus.Desc
+	waitingDesc                *prometheus.Desc
 	tasksDesc, endedDesc       *prometheus.Desc
 	pluginUp, pluginRestarts   *prometheus.Desc
 	breakerDesc, creditsDesc   *prometheus.Desc
@@ -100,6 +104,8 @@ func New(src Sources, log hclog.Logger) *Metrics {
 		holdsDesc: prometheus.NewDesc("tollgate_holds_open", "Holds placed and not yet settled (calls and tasks under way).", nil, nil),
 		lagDesc:   prometheus.NewDesc("tollgate_store_journal_lag", "Money moves journaled and not yet applied to the database.", nil, nil),
 		upDesc:    prometheus.NewDesc("tollgate_store_up", "1 when the store works (its data directory takes writes), else 0.", nil, nil),
+		waitingDesc: prometheus.NewDesc("tollgate_settlements_waiting",
+			"Settlements of calls already served that the store refused for now; they are written, in order, once it takes writes.", nil, nil),
 		tasksDesc: prometheus.NewDesc("tollgate_tasks", "Async tasks this instance works on, by family and state.", []string{"family", "state"}, nil),
 		endedDesc: prometheus.NewDesc("tollgate_tasks_ended_total", "Async tasks this instance ended, by family and outcome.", []string{"family", "state"}, nil),
 		pluginUp:  prometheus.NewDesc("tollgate_plugin_up", "1 when the plugin's process runs, else 0.", []string{"plugin"}, nil),
@@ -276,7 +282,7 @@ func statusLabel(code int) string {
 type state Metrics
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.holdsDesc, s.lagDesc, s.upDesc, s.tasksDesc, s.endedDesc,
+	for _, d := range []*prometheus.Desc{s.holdsDesc, s.lagDesc, s.upDesc, s.waitingDesc, s.tasksDesc, s.endedDesc,
 		s.pluginUp, s.pluginRestarts, s.breakerDesc, s.creditsDesc} {
 		ch <- d
 	}
@@ -297,6 +303,9 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 		}
 		cancel()
 		ch <- prometheus.MustNewConstMetric(s.upDesc, prometheus.GaugeValue, up)
+	}
+	if src.Settlements != nil {
+		ch <- prometheus.MustNewConstMetric(s.waitingDesc, prometheus.GaugeValue, float64(src.Settlements()))
 	}
 	if src.Tasks != nil {
 		src.Tasks(func(family, st string, n int64) {

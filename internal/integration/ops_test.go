@@ -432,14 +432,20 @@ func TestFailingStoreFailsClosedAndStops(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(g.DataDir, "badger")); err != nil {
 		t.Fatal(err)
 	}
-	// The probe (every 2 s, or a /readyz) finds the directory gone.
-	r := do(t, "GET", g.URL+"/readyz", nil, "")
+	// The periodic probe (every 2 s) finds the directory gone; /readyz
+	// says what it found, naming no path.
+	var r call
 	var probe struct {
 		Status   string
 		Problems []string
 	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if r = do(t, "GET", g.URL+"/readyz", nil, ""); r.Status == 503 {
+			break
+		}
+	}
 	_ = json.Unmarshal(r.Body, &probe)
-	if r.Status != 503 || len(probe.Problems) == 0 || !strings.Contains(probe.Problems[0], "store") {
+	if r.Status != 503 || len(probe.Problems) == 0 || !strings.Contains(probe.Problems[0], "store") || strings.Contains(string(r.Body), g.DataDir) {
 		t.Errorf("readyz on a failing store: %d %s", r.Status, r.Body)
 	}
 	c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("reload-chat", "refused", ""))

@@ -42,7 +42,7 @@ var levelOf = map[string]int{
 	"core/ratelimit": foundation, "core/redact": foundation, "core/routes": foundation,
 	"core/english": foundation,
 	"docs":         foundation, // the embedded documentation
-	"core/tracing": foundation, "core/netguard": foundation,
+	"core/tracing": foundation, "core/netguard": foundation, "core/loglimit": foundation,
 
 	"plugins/vendor": pluginAPI, "proto/": pluginAPI, "plugins/family": pluginAPI,
 
