@@ -68,7 +68,13 @@ type outcome int
 const (
 	done  outcome = iota // served, or failed in a way another channel cannot fix
 	retry                // failed before anything reached the client
+	again                // its plugin died before anything reached the client: the same channel may be tried again
 )
+
+// pluginRetries is how many times a call is made again on one channel
+// after its plugin died under it (the host restarts the plugin; the call
+// waits for it).
+const pluginRetries = 2
 
 func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	switch {
@@ -93,7 +99,10 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	timeout := modelTimeout
 
 	var last, unfit error
-	for _, cand := range s.order(r.Candidates) {
+	cands := s.order(r.Candidates)
+	restarts := 0
+	for i := 0; i < len(cands); i++ {
+		cand := cands[i]
 		if err := r.prepare(c, cand); err != nil {
 			// A candidate whose protocol cannot carry this request is
 			// skipped: an upstream failure stays the answer.
@@ -162,7 +171,15 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 			}
 			return s.upstreamFailed(c, err)
 		}
-		s.health.Failure(ch.Name)
+		if res == again && restarts < pluginRetries {
+			// Not the channel's fault: the same channel is tried again,
+			// once its plugin is back.
+			restarts++
+			i--
+			s.health.Release(ch.Name)
+		} else {
+			s.health.Failure(ch.Name)
+		}
 		e := apierr.As(err)
 		c.Attempts = append(c.Attempts, store.Attempt{
 			Seq:          len(c.Attempts) + 1,
@@ -237,19 +254,30 @@ func idleTimeout(m *config.Model, ch *config.Channel) time.Duration {
 }
 
 // order moves the candidates whose circuit breaker is open to the end,
-// keeping the route's order otherwise: when nothing else is left they are
-// still tried.
+// and after them those whose plugin is down (restarting), keeping the
+// route's order otherwise: when nothing else is left they are still tried
+// (a call to a plugin that is down waits for it, bounded).
 func (s *dispatchStage) order(cands []Candidate) []Candidate {
 	out := make([]Candidate, 0, len(cands))
-	var resting []Candidate
+	var resting, down []Candidate
 	for _, cand := range cands {
-		if s.health.Ready(cand.Channel.Name) {
+		switch {
+		case !s.up(cand.Channel.Vendor):
+			down = append(down, cand)
+		case s.health.Ready(cand.Channel.Name):
 			out = append(out, cand)
-		} else {
+		default:
 			resting = append(resting, cand)
 		}
 	}
-	return append(out, resting...)
+	return append(append(out, resting...), down...)
+}
+
+// up reports whether the vendor's plugin runs now (a vendor that cannot
+// tell is taken as up).
+func (s *dispatchStage) up(name string) bool {
+	u, ok := s.vendors[name].(interface{ Up() bool })
+	return !ok || u.Up()
 }
 
 // orderCandidates orders a call's candidates as PRODUCT.md §7 says:
@@ -318,6 +346,9 @@ func (s *dispatchStage) failure(ctx context.Context, c *Call, err error) (outcom
 	if !errors.As(err, &f) {
 		// A transport fault: the plugin process died or is restarting.
 		return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached")
+	}
+	if f.PluginDied {
+		return again, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+s.red.Redact(f.Message))
 	}
 	switch f.Kind {
 	case vendor.FailureTimeout:

@@ -91,6 +91,9 @@ type Server struct {
 	// deleted, and the tasks whose results they were are marked expired
 	// (0: every 10 minutes).
 	SweepEvery time.Duration
+	// PluginRestartWait is how long a call waits for its plugin while the
+	// host restarts it (0: plugins/host's default, 2 s).
+	PluginRestartWait time.Duration
 }
 
 // DefaultDrainTimeout is server.drain_timeout when it is not written.

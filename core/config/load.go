@@ -337,6 +337,7 @@ var serverSchema = &hcl.BodySchema{
 		{Name: "listen"}, {Name: "admin_token"}, {Name: "master_key"},
 		{Name: "allow_private_urls"}, {Name: "durability"}, {Name: "public_url"},
 		{Name: "billing_url"}, {Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"}, {Name: "sweep_every"},
+		{Name: "plugin_restart_wait"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -384,6 +385,12 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 	s.DrainTimeout = DefaultDrainTimeout
 	d.duration(c.Attributes["drain_timeout"], where, &s.DrainTimeout)
 	d.duration(c.Attributes["sweep_every"], where, &s.SweepEvery)
+	if a := c.Attributes["plugin_restart_wait"]; a != nil {
+		d.duration(a, where, &s.PluginRestartWait)
+		if s.PluginRestartWait > time.Minute {
+			d.errorf(a.Expr.Range(), where, "plugin_restart_wait: %s is out of range (want at most 1m; default 2s)", s.PluginRestartWait)
+		}
+	}
 	for i, tb := range c.Blocks {
 		if i > 0 {
 			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))

@@ -38,6 +38,9 @@ func Render(c *Config) string {
 	if c.Server.DrainTimeout != DefaultDrainTimeout {
 		s.SetAttributeValue("drain_timeout", cty.StringVal(c.Server.DrainTimeout.String()))
 	}
+	if c.Server.PluginRestartWait != 0 {
+		s.SetAttributeValue("plugin_restart_wait", cty.StringVal(c.Server.PluginRestartWait.String()))
+	}
 	if t := c.Server.TLS; t != nil {
 		// The defaults of listen and http_listen change with TLS: both are
 		// written so the file reads back the same.

@@ -242,6 +242,7 @@ func (g *Gateway) provisionKeys(context.Context) error {
 // every problem is reported at its place in the file, all at once.
 func (g *Gateway) provisionPlugins(ctx context.Context) error {
 	g.plugins = host.New(g.log.Named("plugin"))
+	g.plugins.SetRestartWait(g.cfg.Server.PluginRestartWait)
 	g.onCleanup(func() error { g.plugins.Close(); return nil })
 	vendors, err := preflight(ctx, g.cfg, g.o.Stages, g.plugins, g.log)
 	if err != nil {

@@ -112,6 +112,7 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 // the plugins next no longer uses are stopped.
 func (g *Gateway) swap(cur, next *generation) {
 	g.limits.SetDefaults(next.cfg.Limits.RPM, next.cfg.Limits.Concurrency)
+	g.plugins.SetRestartWait(next.cfg.Server.PluginRestartWait)
 	g.engine.SetSpecs(next.specs)
 	g.fileHost.setPolicy(next.cfg.Server.AllowPrivateURLs)
 	g.finisher.set(next.finisher)

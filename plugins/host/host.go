@@ -29,11 +29,27 @@ type Host struct {
 	mu      sync.Mutex
 	plugins []*Plugin
 	closed  bool
+	wait    atomic.Int64 // RestartWait, in nanoseconds
 }
+
+// DefaultRestartWait is how long a call waits for a plugin the host is
+// restarting, unless SetRestartWait says otherwise.
+const DefaultRestartWait = 2 * time.Second
 
 // New returns a host logging through log.
 func New(log hclog.Logger) *Host {
-	return &Host{log: log}
+	h := &Host{log: log}
+	h.wait.Store(int64(DefaultRestartWait))
+	return h
+}
+
+// SetRestartWait sets how long a call waits for a plugin that is down
+// (restarting) before it fails as unreachable; 0 means the default.
+func (h *Host) SetRestartWait(d time.Duration) {
+	if d <= 0 {
+		d = DefaultRestartWait
+	}
+	h.wait.Store(int64(d))
 }
 
 // Find locates a plugin binary: the explicit path when given, else
@@ -97,6 +113,7 @@ func (h *Host) Start(ctx context.Context, name, path string, cfg vendor.Config) 
 	p := &Plugin{
 		name: name, path: path, cfg: cfg, log: h.log.Named(name),
 		life: life, cancel: cancel, done: make(chan struct{}),
+		wait: &h.wait, changed: make(chan struct{}),
 	}
 	if err := p.launch(ctx); err != nil {
 		cancel()
@@ -142,11 +159,21 @@ type Plugin struct {
 	cancel     context.CancelFunc
 	done       chan struct{} // closed when supervise returns
 
-	mu     sync.RWMutex
-	client *plugin.Client
-	v      vendor.Vendor
+	mu      sync.RWMutex
+	client  *plugin.Client
+	v       vendor.Vendor
+	changed chan struct{} // closed (and replaced) when client and v change
 
-	restarts atomic.Int64 // processes started again after an exit
+	wait     *atomic.Int64 // the host's RestartWait
+	restarts atomic.Int64  // processes started again after an exit
+}
+
+// set replaces the client and its vendor and wakes the calls waiting for
+// them; p.mu is held.
+func (p *Plugin) set(c *plugin.Client, v vendor.Vendor) {
+	p.client, p.v = c, v
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 func (p *Plugin) launch(ctx context.Context) error {
@@ -189,17 +216,17 @@ func (p *Plugin) launch(ctx context.Context) error {
 		return fmt.Errorf("configure plugin %s: %w", p.name, err)
 	}
 	p.mu.Lock()
-	p.client, p.v = client, v
+	p.set(client, v)
 	p.mu.Unlock()
 	return nil
 }
 
 // supervise restarts the process when it exits, with backoff. go-plugin
-// offers no exit notification, so it polls.
+// offers no exit notification, so it polls (cheaply: a flag read).
 func (p *Plugin) supervise() {
 	defer close(p.done)
 	backoff := 100 * time.Millisecond
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
@@ -216,7 +243,7 @@ func (p *Plugin) supervise() {
 		p.log.Warn("plugin exited; restarting", "backoff", backoff)
 		p.mu.Lock()
 		old := p.v
-		p.v = nil
+		p.set(p.client, nil)
 		p.mu.Unlock()
 		closeClient(old)
 		if old != nil && c != nil {
@@ -245,7 +272,7 @@ func (p *Plugin) kill() {
 	<-p.done
 	p.mu.Lock()
 	c, v := p.client, p.v
-	p.client, p.v = nil, nil
+	p.set(nil, nil)
 	p.mu.Unlock()
 	closeClient(v)
 	if c != nil {
@@ -261,16 +288,52 @@ func closeClient(v vendor.Vendor) {
 	}
 }
 
-// current returns the live client, or a connect failure while the process
-// is down or restarting.
-func (p *Plugin) current() (vendor.Vendor, *plugin.Client, error) {
-	p.mu.RLock()
-	v, c := p.v, p.client
-	p.mu.RUnlock()
-	if v == nil || c == nil || c.Exited() {
-		return nil, nil, &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " is not running"}
+// current returns the live client. While the process is down or
+// restarting it waits for it, up to the host's RestartWait (or ctx's end),
+// then fails as a connect failure of a dead plugin.
+func (p *Plugin) current(ctx context.Context) (vendor.Vendor, *plugin.Client, error) {
+	var timeout <-chan time.Time
+	for {
+		p.mu.RLock()
+		v, c, changed := p.v, p.client, p.changed
+		p.mu.RUnlock()
+		if v != nil && c != nil && !c.Exited() {
+			return v, c, nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(time.Duration(p.wait.Load()))
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-time.After(25 * time.Millisecond): // exited, not yet noticed
+		case <-timeout:
+			return nil, nil, &vendor.Failure{Kind: vendor.FailureConnect,
+				Message: "the vendor plugin " + p.name + " is not running (it did not come back within " + time.Duration(p.wait.Load()).String() + ")"}
+		case <-ctx.Done():
+			return nil, nil, ctxFailure(ctx.Err())
+		case <-p.life.Done():
+			return nil, nil, &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " is stopped"}
+		}
 	}
-	return v, c, nil
+}
+
+// up reports whether the process runs now (no wait).
+func (p *Plugin) up() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.v != nil && p.client != nil && !p.client.Exited()
+}
+
+// Up reports whether the plugin's process runs now: dispatch tries the
+// channels of a plugin that is down last.
+func (p *Plugin) Up() bool { return p.up() }
+
+// died is the failure of a call whose plugin process died under it: the
+// call may be made again once the plugin is back (vendor.Failure.PluginDied).
+func (p *Plugin) died() *vendor.Failure {
+	return &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " exited during the call", PluginDied: true}
 }
 
 // transport turns an error of a dead or dying plugin into a connect failure.
@@ -283,7 +346,7 @@ func (p *Plugin) transport(c *plugin.Client, err error) error {
 		return err
 	}
 	if exited(c) {
-		return &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " exited during the call"}
+		return p.died()
 	}
 	return &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " failed: " + err.Error()}
 }
@@ -310,7 +373,7 @@ func ctxFailure(err error) *vendor.Failure {
 
 // Describe asks the plugin what it is.
 func (p *Plugin) Describe(ctx context.Context) (vendor.Description, error) {
-	v, c, err := p.current()
+	v, c, err := p.current(ctx)
 	if err != nil {
 		return vendor.Description{}, err
 	}
@@ -323,7 +386,7 @@ func (p *Plugin) Configure(ctx context.Context, cfg vendor.Config) error {
 	p.mu.Lock()
 	p.cfg = cfg
 	p.mu.Unlock()
-	v, c, err := p.current()
+	v, c, err := p.current(ctx)
 	if err != nil {
 		return err
 	}
@@ -332,7 +395,7 @@ func (p *Plugin) Configure(ctx context.Context, cfg vendor.Config) error {
 
 // Chat makes one non-streaming call through the plugin.
 func (p *Plugin) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.ChatResponse, error) {
-	v, c, err := p.current()
+	v, c, err := p.current(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +412,7 @@ func (p *Plugin) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.Cha
 
 // ChatStream makes one streaming call through the plugin.
 func (p *Plugin) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink vendor.Sink) error {
-	v, c, err := p.current()
+	v, c, err := p.current(ctx)
 	if err != nil {
 		return err
 	}
@@ -364,8 +427,9 @@ func (p *Plugin) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 	}
 	err = p.transport(c, err)
 	if s.started && errors.As(err, &f) && f.Kind == vendor.FailureConnect {
-		// The process died mid-answer: for the caller the answer broke off.
-		f.Kind = vendor.FailureBroken
+		// The process died mid-answer: for the caller the answer broke
+		// off, and it cannot be made again.
+		f.Kind, f.PluginDied = vendor.FailureBroken, false
 	}
 	return err
 }

@@ -265,8 +265,8 @@ func TestCrashMidCallThenRestart(t *testing.T) {
 
 	_, err := v.Chat(t.Context(), request("[crash]", false))
 	var f *vendor.Failure
-	if !errors.As(err, &f) || f.Kind != vendor.FailureConnect || !strings.Contains(f.Message, "exited") {
-		t.Fatalf("crash mid-call: %#v, want a connect failure saying the plugin exited", err)
+	if !errors.As(err, &f) || f.Kind != vendor.FailureConnect || !strings.Contains(f.Message, "exited") || !f.PluginDied {
+		t.Fatalf("crash mid-call: %#v, want a connect failure saying the plugin exited, to be made again", err)
 	}
 	waitGone(t, pid, 2*time.Second)
 	// Calls to channel "main" succeed again: the new process was configured.
@@ -278,12 +278,40 @@ func TestCrashMidCallThenRestart(t *testing.T) {
 	// Mid-stream the answer has begun: the caller sees it break off.
 	var s conformance.Recorder
 	err = v.ChatStream(t.Context(), request("[crash]", true), &s)
-	if kind(err) != vendor.FailureBroken || len(s.Heads) != 1 {
-		t.Fatalf("crash mid-stream: %v after %d heads, want a broken failure", err, len(s.Heads))
+	if kind(err) != vendor.FailureBroken || len(s.Heads) != 1 || errors.As(err, &f) && f.PluginDied {
+		t.Fatalf("crash mid-stream: %v after %d heads, want a broken failure not to be made again", err, len(s.Heads))
 	}
 	if pid3 := waitBack(t, v); pid3 == pid2 {
 		t.Fatalf("same pid %d after a crash", pid3)
 	}
+}
+
+// A call that arrives while the plugin restarts waits for it and is
+// served; with a wait shorter than the restart it fails as unreachable.
+func TestCallWaitsForARestart(t *testing.T) {
+	h, v := start(t, nil)
+	pid, _ := mustReport(t, v)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 2*time.Second)
+	resp, err := v.Chat(t.Context(), request("hi", false))
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("a call during the restart: %+v %v, want it to wait and be served", resp, err)
+	}
+	pid2, _ := mustReport(t, v)
+	h.SetRestartWait(time.Nanosecond)
+	if err := syscall.Kill(pid2, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid2, 2*time.Second)
+	_, err = v.Chat(t.Context(), request("hi", false))
+	var f *vendor.Failure
+	if !errors.As(err, &f) || f.Kind != vendor.FailureConnect || f.PluginDied || !strings.Contains(f.Message, "not running") {
+		t.Fatalf("a call that cannot wait: %#v, want a connect failure", err)
+	}
+	h.SetRestartWait(0)
+	waitBack(t, v)
 }
 
 func TestCloseLeavesNoProcess(t *testing.T) {

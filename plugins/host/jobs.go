@@ -8,8 +8,8 @@ import (
 )
 
 // jobs returns the live client's Jobs service.
-func (p *Plugin) jobs() (vendor.Jobs, func(error) error, error) {
-	v, c, err := p.current()
+func (p *Plugin) jobs(ctx context.Context) (vendor.Jobs, func(error) error, error) {
+	v, c, err := p.current(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -29,7 +29,7 @@ func (p *Plugin) jobs() (vendor.Jobs, func(error) error, error) {
 // ended context into a *vendor.Failure, as for chat calls.
 func jobCall[T any](ctx context.Context, p *Plugin, fn func(vendor.Jobs) (T, error)) (T, error) {
 	var zero T
-	j, wrap, err := p.jobs()
+	j, wrap, err := p.jobs(ctx)
 	if err != nil {
 		return zero, err
 	}

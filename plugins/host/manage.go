@@ -48,8 +48,7 @@ func (h *Host) Stats() []Stat {
 	h.mu.Unlock()
 	out := make([]Stat, 0, len(ps))
 	for _, p := range ps {
-		_, _, err := p.current()
-		out = append(out, Stat{Name: p.name, Up: err == nil, Restarts: p.restarts.Load()})
+		out = append(out, Stat{Name: p.name, Up: p.up(), Restarts: p.restarts.Load()})
 	}
 	slices.SortFunc(out, func(a, b Stat) int { return cmp.Compare(a.Name, b.Name) })
 	return out

@@ -129,6 +129,11 @@ const (
 type Failure struct {
 	Kind    FailureKind
 	Message string
+	// PluginDied is set by the plugin host (never sent by a plugin) on a
+	// call whose plugin process was down, or died before the call's
+	// answer began: nothing reached the client, so the call may be made
+	// again once the plugin is back.
+	PluginDied bool
 }
 
 func (f *Failure) Error() string { return f.Message }
