@@ -163,6 +163,7 @@ type Plugin struct {
 	client  *plugin.Client
 	v       vendor.Vendor
 	changed chan struct{} // closed (and replaced) when client and v change
+	alive   atomic.Bool   // v is set and its process was last seen running
 
 	wait     *atomic.Int64 // the host's RestartWait
 	restarts atomic.Int64  // processes started again after an exit
@@ -172,6 +173,7 @@ type Plugin struct {
 // them; p.mu is held.
 func (p *Plugin) set(c *plugin.Client, v vendor.Vendor) {
 	p.client, p.v = c, v
+	p.alive.Store(c != nil && v != nil)
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -326,9 +328,10 @@ func (p *Plugin) up() bool {
 	return p.v != nil && p.client != nil && !p.client.Exited()
 }
 
-// Up reports whether the plugin's process runs now: dispatch tries the
-// channels of a plugin that is down last.
-func (p *Plugin) Up() bool { return p.up() }
+// Up reports whether the plugin's process ran when the host last looked
+// (at most 25 ms ago), without a lock: dispatch tries the channels of a
+// plugin that is down last.
+func (p *Plugin) Up() bool { return p.alive.Load() }
 
 // died is the failure of a call whose plugin process died under it: the
 // call may be made again once the plugin is back (vendor.Failure.PluginDied).

@@ -295,6 +295,7 @@ func TestCallWaitsForARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, pid, 2*time.Second)
+	waitDown(t, v)
 	resp, err := v.Chat(t.Context(), request("hi", false))
 	if err != nil || resp.Status != 200 {
 		t.Fatalf("a call during the restart: %+v %v, want it to wait and be served", resp, err)
@@ -305,6 +306,7 @@ func TestCallWaitsForARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, pid2, 2*time.Second)
+	waitDown(t, v)
 	_, err = v.Chat(t.Context(), request("hi", false))
 	var f *vendor.Failure
 	if !errors.As(err, &f) || f.Kind != vendor.FailureConnect || f.PluginDied || !strings.Contains(f.Message, "not running") {
@@ -312,6 +314,17 @@ func TestCallWaitsForARestart(t *testing.T) {
 	}
 	h.SetRestartWait(0)
 	waitBack(t, v)
+}
+
+// waitDown waits until the host has seen the process exit (a call made
+// before that goes to the dead process and fails as PluginDied).
+func waitDown(t *testing.T, v vendor.Vendor) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); v.(*host.Plugin).Up(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the host did not see the plugin exit")
+		}
+	}
 }
 
 func TestCloseLeavesNoProcess(t *testing.T) {

@@ -69,6 +69,14 @@ func newSpace(dir string, reserve, memTable int64) *space {
 	defer sp.mu.Unlock()
 	sp.nextMem = firstMemFid(dir)
 	sp.allocateLogs()
+	// Badger's discard statistics are a mapped file too (written by
+	// compactions and value-log GC).
+	if f, err := os.OpenFile(filepath.Join(dir, "DISCARD"), os.O_RDWR, 0); err == nil {
+		if fi, err := f.Stat(); err == nil {
+			_ = allocate(f, fi.Size())
+		}
+		f.Close()
+	}
 	if fi, err := os.Stat(sp.path()); err == nil && fi.Size() == sp.reserve && allocated(fi) >= sp.reserve {
 		sp.held = true
 	}
