@@ -25,7 +25,9 @@ func TestSettlementWaitsForTheDatabase(t *testing.T) {
 	credited := money.MustParse("10")
 
 	done := make(chan answer, 1)
-	go func() { done <- send("POST", g.URL+"/v1/chat/completions", key, chat("in flight [sim:latency=1500ms,words=5]", 5), nil) }()
+	go func() {
+		done <- send("POST", g.URL+"/v1/chat/completions", key, chat("in flight [sim:latency=1500ms,words=5]", 5), nil)
+	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, held := g.Balance(acct); held != "0" {
 			break
