@@ -3,16 +3,13 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,66 +18,6 @@ import (
 
 // Helpers of the fault tests (issue 22): a real tmpfs to fill, a load of
 // callers that keeps what each call got, the plugin processes to kill.
-
-// tmpfsDir mounts a tmpfs of size (mount's syntax: "24m") on a fresh
-// directory and unmounts it when the test ends, after the gateways started
-// later have stopped. It needs root; under CI it fails instead of
-// skipping.
-func tmpfsDir(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("cannot mount a tmpfs (this test needs root): %v: %s", err, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes a file in dir until the file system is full and returns
-// a function that removes it.
-func fillDisk(t *testing.T, dir string) (free func()) {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	for _, n := range []int{1 << 20, 64 << 10, 4 << 10, 512} {
-		for {
-			if _, err := f.Write(chunk[:n]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("filling the disk: %v", err)
-				}
-				break
-			}
-		}
-	}
-	f.Close()
-	return func() {
-		if err := os.Remove(path); err != nil {
-			t.Errorf("freeing the disk: %v", err)
-		}
-	}
-}
-
-// freeBytes is what statfs says is free in dir.
-func freeBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return int64(st.Bavail) * st.Bsize
-}
 
 // outcome is what one call of a load got.
 type outcome struct {

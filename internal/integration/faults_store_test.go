@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/internal/testdisk"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
 )
 
@@ -35,7 +36,7 @@ func readyz(t *testing.T, g *testgw.Gateway) (int, []string) {
 // at its real cost (checked against the usage the upstream reported), no
 // hold is open, and balance plus the rows' costs is the credit.
 func TestDiskFullMidLoad(t *testing.T) {
-	dir := tmpfsDir(t, "24m")
+	dir := testdisk.Mount(t, "24m")
 	// A reserve that fits the small disk (the default is 32 MB).
 	g := startGateway(t, testgw.Options{Config: opsConfig + `store "badger" {
   reserve_mb = 4
@@ -48,9 +49,9 @@ func TestDiskFullMidLoad(t *testing.T) {
 
 	l := startLoad(g, key, 16, "")
 	time.Sleep(2 * time.Second)
-	t.Logf("before the fill: %d bytes free", freeBytes(t, dir))
-	free := fillDisk(t, dir)
-	t.Logf("disk full (%d bytes free)", freeBytes(t, dir))
+	t.Logf("before the fill: %d bytes free", testdisk.Free(t, dir))
+	free := testdisk.Fill(t, dir)
+	t.Logf("disk full (%d bytes free)", testdisk.Free(t, dir))
 	var status int
 	var problems []string
 	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -216,14 +217,14 @@ func TestReadyzFloodKeepsBilling(t *testing.T) {
 // and a flood of refusals writes a line a second per message, with the
 // count of those held back.
 func TestStoreFailingErrorsInShapeAndLogsCounted(t *testing.T) {
-	dir := tmpfsDir(t, "24m")
+	dir := testdisk.Mount(t, "24m")
 	g := startGateway(t, testgw.Options{Config: opsConfig + `store "badger" {
   reserve_mb = 4
 }
 `, DataDir: dir})
 	acct := g.Account("50")
 	_, key := g.Key(acct, nil)
-	free := fillDisk(t, dir)
+	free := testdisk.Fill(t, dir)
 	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if st, _ := readyz(t, g); st == 503 {
 			break
