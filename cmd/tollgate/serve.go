@@ -37,8 +37,8 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 				// process small for little CPU. GOGC overrides it.
 				debug.SetGCPercent(50)
 			}
-			// A warning or error repeated in a flood is written once a
-			// second, with the count of those held back.
+			// A warning or error repeated in a flood is written at most
+			// 5 times a second, with the count of those held back.
 			log := loglimit.Wrap(hclog.New(&hclog.LoggerOptions{
 				Name: "tollgate", Level: hclog.LevelFromString(c.String("log-level")),
 				JSONFormat: c.Bool("log-json"), Output: os.Stderr,

@@ -1,8 +1,8 @@
 // Package loglimit keeps a flood of one warning or error from flooding
 // the log: each message (per logger name and level) is written at most
-// once per interval; the lines held back are counted, and the count is
-// written with the next line of that message, or on its own when the
-// interval ends ("repeated": how many like it were not written).
+// Burst times per interval; the lines held back are counted, and the
+// count is written with the next line of that message, or on its own
+// when the interval ends ("repeated": how many like it were not written).
 package loglimit
 
 import (
@@ -15,8 +15,11 @@ import (
 // DefaultEvery is the interval of Wrap.
 const DefaultEvery = time.Second
 
+// Burst is how many lines of one message an interval writes.
+const Burst = 5
+
 // Wrap returns l with its Warn and Error lines (and Log at those levels)
-// limited to one per message per interval; every 0 means DefaultEvery.
+// limited to Burst per message per interval; every 0 means DefaultEvery.
 // Loggers derived from it (Named, With) share the limit.
 func Wrap(l hclog.Logger, every time.Duration) hclog.Logger {
 	if every <= 0 {
@@ -38,6 +41,7 @@ type key struct {
 // line is one message's state in the current interval.
 type line struct {
 	first    time.Time
+	written  int           // lines written since first
 	held     int           // lines held back since first
 	args     []interface{} // of the last one held back
 	flushing bool
@@ -83,7 +87,11 @@ func (m *limiter) pass(l hclog.Logger, k key, args []interface{}) ([]interface{}
 			ln = &line{l: l}
 			m.seen[k] = ln
 		}
-		ln.first, ln.held, ln.args = now, 0, nil
+		ln.first, ln.written, ln.held, ln.args = now, 1, 0, nil
+		return args, true
+	}
+	if ln.written < Burst {
+		ln.written++
 		return args, true
 	}
 	ln.held++
@@ -108,7 +116,7 @@ func (m *limiter) flush(k key) {
 		return
 	}
 	args := append(ln.args[:len(ln.args):len(ln.args)], "repeated", ln.held)
-	ln.first, ln.held, ln.args, ln.flushing = m.now(), 0, nil, false
+	ln.first, ln.written, ln.held, ln.args, ln.flushing = m.now(), 1, 0, nil, false
 	l := ln.l
 	m.mu.Unlock()
 	l.Log(k.level, k.msg, args...)
