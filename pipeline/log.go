@@ -63,25 +63,20 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 		row.Cost = 0
 	}
 	heldBack := c.Err == nil && c.response != nil
-	// Set when write ran here; a late write (from the queue) finds the
-	// answer handed out.
+	// The client may be gone; the ledger must still be written. It goes
+	// straight to the store unless settlements wait for it (then behind
+	// them), and waits when the store refuses it as unavailable.
 	var written *store.LogRow
 	var unbooked bool
-	id, log := c.ID, s.log
-	write := func(ctx context.Context, late bool) (err error) {
-		r, ub, err := settle(ctx, s.store, log, id, st, heldBack && !late)
-		if !late {
-			written, unbooked = r, ub
-		} else if errors.Is(err, store.ErrNotFound) {
-			// An earlier attempt whose answer was lost took it (a
-			// database gone mid-commit), or recovery released it.
-			log.Warn("a waiting settlement found its hold already closed; nothing more is written", "request_id", id)
-			return nil
+	var err error
+	if s.waiting.Waiting() == 0 {
+		written, unbooked, err = settle(context.WithoutCancel(ctx), s.store, s.log, c.ID, st, heldBack)
+		if errors.Is(err, store.ErrUnavailable) {
+			err = s.waiting.Queue(c.ID, c.Hold != nil, s.late(c.ID, st), err)
 		}
-		return err
+	} else {
+		err = s.waiting.Queue(c.ID, c.Hold != nil, s.late(c.ID, st), nil)
 	}
-	// The client may be gone; the ledger must still be written.
-	err := s.waiting.Submit(context.WithoutCancel(ctx), c.ID, c.Hold != nil, write)
 	switch {
 	case err == nil:
 		c.Row = written
@@ -91,6 +86,8 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 		}
 		s.log.Debug("settled", "request_id", c.ID, "status", written.Status, "cost", written.Cost.String(), "model", written.Model)
 	case errors.Is(err, ErrSettlementWaits):
+		// The answer is handed out: its charge is known and will be
+		// booked.
 		c.Row = row
 		s.log.Warn("the store cannot take settlements now; this one waits in memory, its hold kept, and is written when it can",
 			"request_id", c.ID, "error", err)
@@ -104,6 +101,21 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 			c.Err = apierr.Internal(err)
 			c.renderError()
 		}
+	}
+}
+
+// late is the settlement st of request id as the SettleQueue makes it,
+// once the answer was handed out. A hold found gone was taken by an
+// earlier attempt whose answer was lost (a database gone mid-commit), or
+// released by recovery: nothing more is written.
+func (s *logStage) late(id string, st store.Settlement) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, _, err := settle(ctx, s.store, s.log, id, st, false)
+		if errors.Is(err, store.ErrNotFound) {
+			s.log.Warn("a waiting settlement found its hold already closed; nothing more is written", "request_id", id)
+			return nil
+		}
+		return err
 	}
 }
 

@@ -145,7 +145,7 @@ func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
 // what the hold covers; fits, when set, says what would fit the
 // available balance.
 func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what string, fits func(available money.Nano) string) error {
-	if n := s.waiting.Waiting(); n > 0 {
+	if n := s.waiting.Holding(); n > 0 {
 		// Fail closed: calls already served wait for their charges to be
 		// written; no new one is served until they are.
 		return storeFailing(fmt.Errorf("%w: %d settlements wait for the store", store.ErrUnavailable, n))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,10 +18,10 @@ import (
 // in order, with backoff, once the store takes writes again. Each one's
 // hold stays open meanwhile: it is the evidence of the call, and should
 // the process die before the settlement is written, crash recovery
-// releases it as for any call cut by a crash. While settlements wait, new
-// calls are refused (the precharge stage) and /readyz says so: the
-// gateway serves nothing it might not be able to bill. The queue is
-// bounded: past its limit a settlement is refused as before (its hold
+// releases it as for any call cut by a crash. While settlements with a
+// hold wait, new calls are refused (the precharge stage) and /readyz says
+// so: the gateway serves nothing it might not be able to bill. The queue
+// is bounded: past its limit a settlement is refused as before (its hold
 // kept for recovery), and the rows of calls without a hold (refusals, at
 // cost 0) are kept only up to half of it.
 type SettleQueue struct {
@@ -28,6 +29,8 @@ type SettleQueue struct {
 	limit int
 	now   func() time.Time
 	after func(time.Duration) <-chan time.Time // the backoff's wait (tests)
+
+	waiting, holding atomic.Int64 // len(items), and those with a hold
 
 	mu      sync.Mutex
 	items   []waiting
@@ -43,10 +46,10 @@ type SettleQueue struct {
 type waiting struct {
 	id    string // request id
 	hold  bool
-	write func(ctx context.Context, late bool) error
+	write func(ctx context.Context) error
 }
 
-// ErrSettlementWaits is what Submit answers for a settlement it queued.
+// ErrSettlementWaits is what Queue answers for a settlement it queued.
 var ErrSettlementWaits = errors.New("the store refused the settlement; it waits in memory and is written once the store takes writes")
 
 // DefaultSettleLimit bounds the settlements waiting in memory.
@@ -78,58 +81,63 @@ func newSettleQueue(log hclog.Logger, limit int, now func() time.Time, after fun
 	return q
 }
 
-// Waiting is the number of settlements waiting for the store.
+// Waiting is the number of settlements waiting for the store: when 0, a
+// settlement goes straight to the store.
 func (q *SettleQueue) Waiting() int {
 	if q == nil {
 		return 0
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items)
+	return int(q.waiting.Load())
 }
 
-// Submit makes write now (late false), unless settlements already wait:
-// then it goes behind them, in order. A write the store refuses as
-// unavailable is queued too, and made again from the queue (late true)
-// until the store takes it. Submit returns nil once written, an error
-// wrapping ErrSettlementWaits when queued, else write's own error (or the
-// refusal of a full queue, which wraps the store's).
-func (q *SettleQueue) Submit(ctx context.Context, id string, hold bool, write func(ctx context.Context, late bool) error) error {
+// Holding is the number of waiting settlements that close a hold: calls
+// served whose charge is not yet booked.
+func (q *SettleQueue) Holding() int {
 	if q == nil {
-		return write(ctx, false)
+		return 0
+	}
+	return int(q.holding.Load())
+}
+
+// Queue puts a settlement behind those waiting, to be made by write, again
+// until the store takes it: one the store refused as unavailable (cause),
+// or one not tried because others wait (cause nil). It returns an error
+// wrapping ErrSettlementWaits, or the refusal of a full queue (wrapping
+// cause, else store.ErrUnavailable). A nil queue keeps nothing.
+func (q *SettleQueue) Queue(id string, hold bool, write func(ctx context.Context) error, cause error) error {
+	if cause == nil {
+		cause = fmt.Errorf("%w: settlements wait for it", store.ErrUnavailable)
+	}
+	if q == nil {
+		return cause
 	}
 	q.mu.Lock()
-	cause := error(nil)
-	if len(q.items) == 0 {
-		q.mu.Unlock()
-		cause = write(ctx, false)
-		if !errors.Is(cause, store.ErrUnavailable) {
-			return cause
-		}
-		q.mu.Lock()
-	}
 	defer q.mu.Unlock()
 	if n := len(q.items); n >= q.limit || !hold && n >= q.limit/2 {
 		if !hold {
 			q.dropped++
 		}
-		if cause == nil {
-			cause = fmt.Errorf("%w: %d settlements already wait for it", store.ErrUnavailable, n)
-		}
-		return fmt.Errorf("the queue of waiting settlements is full: %w", cause)
+		return fmt.Errorf("the queue of %d waiting settlements is full: %w", n, cause)
 	}
 	if len(q.items) == 0 {
 		q.since = q.now()
 	}
 	q.items = append(q.items, waiting{id: id, hold: hold, write: write})
+	q.count(hold, 1)
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	if cause == nil {
-		return ErrSettlementWaits
-	}
 	return fmt.Errorf("%w: %w", ErrSettlementWaits, cause)
+}
+
+// count moves the counters by d for an item with or without a hold; q.mu
+// is held.
+func (q *SettleQueue) count(hold bool, d int64) {
+	q.waiting.Add(d)
+	if hold {
+		q.holding.Add(d)
+	}
 }
 
 // run writes the head of the queue until the store takes it, then the
@@ -154,7 +162,7 @@ func (q *SettleQueue) run() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), settleAttempt)
-		err := head.write(ctx, true)
+		err := head.write(ctx)
 		cancel()
 		if errors.Is(err, store.ErrUnavailable) {
 			select {
@@ -169,6 +177,7 @@ func (q *SettleQueue) run() {
 		q.mu.Lock()
 		q.items[0] = waiting{}
 		q.items = q.items[1:]
+		q.count(head.hold, -1)
 		left, since, dropped := len(q.items), q.since, q.dropped
 		if left == 0 {
 			q.items, q.dropped = nil, 0

@@ -18,15 +18,13 @@ type fakeLedger struct {
 	mu    sync.Mutex
 	down  bool
 	took  []string
-	tries int
 	retry chan time.Time // the queue's backoff: one tick per retry
 }
 
-func (f *fakeLedger) write(id string) func(context.Context, bool) error {
-	return func(context.Context, bool) error {
+func (f *fakeLedger) write(id string) func(context.Context) error {
+	return func(context.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.tries++
 		if f.down {
 			return store.ErrUnavailable
 		}
@@ -51,65 +49,47 @@ func newTestQueue(t *testing.T, limit int, f *fakeLedger) *SettleQueue {
 	return q
 }
 
-// A settlement the store refuses waits, its successors queue behind it
-// without being tried, and all are written in order once the store takes
-// writes; past the limit, rows without a hold are refused first.
+// Settlements the store refused wait and are written in order once it
+// takes writes; past the limit, rows without a hold are refused first;
+// the counts say how many wait and how many of them close a hold.
 func TestSettleQueueWaitsInOrder(t *testing.T) {
 	f := &fakeLedger{}
 	q := newTestQueue(t, 4, f)
-	ctx := t.Context()
-	if err := q.Submit(ctx, "a", true, f.write("a")); err != nil {
-		t.Fatalf("a written directly: %v", err)
-	}
 	f.setDown(true)
-	if err := q.Submit(ctx, "b", true, f.write("b")); !errors.Is(err, ErrSettlementWaits) || !errors.Is(err, store.ErrUnavailable) {
+	if err := q.Queue("b", true, f.write("b"), store.ErrUnavailable); !errors.Is(err, ErrSettlementWaits) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("b: %v, want it queued", err)
 	}
-	tried := false
-	behind := func(ctx context.Context, late bool) error {
-		tried = tried || !late
-		return f.write("c")(ctx, late)
+	if err := q.Queue("c", false, f.write("c"), nil); !errors.Is(err, ErrSettlementWaits) {
+		t.Fatalf("c: %v, want it queued", err)
 	}
-	if err := q.Submit(ctx, "c", false, behind); !errors.Is(err, ErrSettlementWaits) || tried {
-		t.Fatalf("c: %v (tried at once: %v), want it queued behind b untried", err, tried)
-	}
-	if err := q.Submit(ctx, "d", false, f.write("d")); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrSettlementWaits) {
+	if err := q.Queue("d", false, f.write("d"), nil); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrSettlementWaits) {
 		t.Fatalf("d (a row without a hold past half the limit): %v, want refused", err)
 	}
-	if err := q.Submit(ctx, "e", true, f.write("e")); !errors.Is(err, ErrSettlementWaits) {
+	if err := q.Queue("e", true, f.write("e"), nil); !errors.Is(err, ErrSettlementWaits) {
 		t.Fatalf("e (with a hold): %v, want queued", err)
 	}
-	if n := q.Waiting(); n != 3 {
-		t.Fatalf("%d waiting, want 3", n)
+	if w, h := q.Waiting(), q.Holding(); w != 3 || h != 2 {
+		t.Fatalf("%d waiting, %d holding; want 3 and 2", w, h)
 	}
 	f.setDown(false)
-	f.retry <- time.Now() // the backoff after b's failed retry ends
+	f.retry <- time.Now() // the backoff after the head's failed attempt ends
 	for deadline := time.Now().Add(5 * time.Second); q.Waiting() > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d still waiting", q.Waiting())
 		}
 	}
-	got := f.taken()
-	want := []string{"a", "b", "c", "e"}
-	if len(got) != len(want) {
+	if got, want := f.taken(), []string{"b", "c", "e"}; len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Fatalf("written %v, want %v", got, want)
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("written %v, want %v", got, want)
-		}
-	}
-	// Empty again: the next one goes straight to the store.
-	if err := q.Submit(ctx, "f", false, f.write("f")); err != nil {
-		t.Fatalf("f: %v", err)
+	if q.Holding() != 0 {
+		t.Fatalf("%d holding after the queue emptied", q.Holding())
 	}
 }
 
-// Any other error of the store is the caller's, not queued.
-func TestSettleQueuePassesOtherErrors(t *testing.T) {
-	q := newTestQueue(t, 0, &fakeLedger{})
-	err := q.Submit(t.Context(), "x", true, func(context.Context, bool) error { return store.ErrNotFound })
-	if !errors.Is(err, store.ErrNotFound) || q.Waiting() != 0 {
-		t.Fatalf("%v, %d waiting", err, q.Waiting())
+// A nil queue keeps nothing: the store's refusal is the caller's.
+func TestNilSettleQueue(t *testing.T) {
+	var q *SettleQueue
+	if err := q.Queue("x", true, nil, store.ErrUnavailable); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrSettlementWaits) || q.Waiting() != 0 {
+		t.Fatalf("%v", err)
 	}
 }

@@ -235,7 +235,7 @@ func (g *Gateway) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	if err := g.ready.store(g.store); err != nil {
 		problems = append(problems, err.Error()) // "store: ..."
 	}
-	if n := g.settles.Waiting(); n > 0 {
+	if n := g.settles.Holding(); n > 0 {
 		problems = append(problems, fmt.Sprintf("store: %d settlements of calls already served wait for the store to take writes; new calls are refused until they are written", n))
 	}
 	for _, p := range g.plugins.Stats() {

@@ -75,22 +75,36 @@ func TestDiskFullMidLoad(t *testing.T) {
 	freed := time.Now()
 	outs := l.end()
 
-	// Within 5 s of the space returning the books are whole again.
+	// Within 5 s of the space returning the books are whole again: no
+	// hold left (a settlement writes the charge and the row in one store
+	// step), every call its one row, the gateway ready.
+	deadline := freed.Add(5 * time.Second)
 	var bal, held string
 	for {
 		bal, held = g.Balance(acct)
-		if held == "0" || time.Since(freed) > 5*time.Second {
+		if held == "0" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// No hold left: every settlement is written (its charge and its row
-	// are one store step).
 	settled := time.Since(freed)
 	if held != "0" {
 		t.Fatalf("%s still held %s after the space returned:\n%s", held, settled, tail(g.Output(), 40))
 	}
+	traced := 0
+	for _, o := range outs {
+		if o.trace != "" {
+			traced++
+		}
+	}
 	rows := rowsByRequest(t, g, acct)
+	for len(rows) < traced && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond) // the rows of refused calls (no hold) come last
+		rows = rowsByRequest(t, g, acct)
+	}
+	for st, _ := readyz(t, g); st != 200 && time.Now().Before(deadline); st, _ = readyz(t, g) {
+		time.Sleep(100 * time.Millisecond)
+	}
 	sum := money.TotalOf(money.MustParse(bal))
 	for id, rs := range rows {
 		if len(rs) != 1 {
@@ -100,6 +114,11 @@ func TestDiskFullMidLoad(t *testing.T) {
 	}
 	if sum.Cmp(money.TotalOf(money.MustParse(credit))) != 0 {
 		t.Fatalf("balance %s plus the rows' costs is %s, but %s was credited", bal, sum, credit)
+	}
+	for _, o := range outs {
+		if o.trace != "" && len(rows[o.trace]) != 1 {
+			t.Errorf("call %s (%d) has %d rows 5 s after the space returned", o.trace, o.status, len(rows[o.trace]))
+		}
 	}
 	var served, refused, other int
 	for _, o := range outs {
@@ -277,10 +296,15 @@ func TestStoreFailingErrorsInShapeAndLogsCounted(t *testing.T) {
 	if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "back?", "")); c.Status != 200 {
 		t.Fatalf("after the space returned: %d %s", c.Status, c.Body)
 	}
-	// Every refusal has its row.
+	// Every refusal has its row, written once the space returned.
+	want := rounds*len(calls) + 1
 	rows := rowsByRequest(t, g, acct)
-	if len(rows) != rounds*len(calls)+1 {
-		t.Errorf("%d rows for %d calls", len(rows), rounds*len(calls)+1)
+	for deadline := time.Now().Add(5 * time.Second); len(rows) < want && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		rows = rowsByRequest(t, g, acct)
+	}
+	if len(rows) != want {
+		t.Errorf("%d rows for %d calls", len(rows), want)
 	}
 }
 
