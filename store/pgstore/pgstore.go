@@ -248,10 +248,13 @@ func (s *Store) Check(ctx context.Context) error {
 	var live bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances WHERE id = $1 AND lease_until > now())`, s.instance).Scan(&live)
 	if err != nil {
-		if e := s.fail(err); errors.Is(e, store.ErrUnavailable) || errors.Is(e, store.ErrClosed) {
-			return e
+		if errors.Is(s.fail(err), store.ErrClosed) {
+			return store.ErrClosed
 		}
-		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		// The driver's error may name a socket file or the database's
+		// user: the log has it, /readyz a plain line.
+		s.log.Debug("the store's check failed", "error", err)
+		return fmt.Errorf("%w: the database does not answer", store.ErrUnavailable)
 	}
 	if !live {
 		return fmt.Errorf("%w: instance %s: its lease in the store has lapsed", store.ErrUnavailable, s.instance)
