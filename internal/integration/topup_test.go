@@ -217,8 +217,16 @@ func TestTopUpDeliveryFaults(t *testing.T) {
 	r.wantBalance(acct, credit("700"))
 
 	o, _ = pay("wrong amount", stripesim.Faults{WrongAmount: true}, "800")
-	if got := r.settled(o, "pending"); !strings.Contains(fmt.Sprint(got["problem"]), "refused") {
-		t.Fatalf("the refused event left no problem: %v", got)
+	// The order is pending from the start: wait for the refusal itself.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		got := r.settled(o, "pending")
+		if strings.Contains(fmt.Sprint(got["problem"]), "refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refused event left no problem: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	r.wantBalance(acct, balance.String())
 	r.sim.SetFaults(stripesim.Faults{})
