@@ -1,8 +1,10 @@
 // Package vendorsim serves the sim engine behind the vendors' real HTTP
-// APIs (OpenAI chat completions, responses and images, Anthropic messages,
-// Gemini generateContent), with their paths, auth headers, error bodies and SSE
-// framing, so the real vendor plugins can be tested against exact wire
-// formats and benchmarked against a fast upstream.
+// APIs (OpenAI chat completions, responses, images, speech and videos,
+// Anthropic messages, Gemini generateContent, a Suno-style music task API,
+// ElevenLabs' voices and text to speech, Tavily's search), with their
+// paths, auth headers, error bodies, state vocabularies and SSE framing, so
+// the real vendor plugins can be tested against exact wire formats and
+// benchmarked against a fast upstream.
 package vendorsim
 
 import (
@@ -59,6 +61,8 @@ type Server struct {
 	opts   Options
 	engine *sim.Engine
 	bufs   sync.Pool // *bytes.Buffer for request bodies
+	jobs   jobTable  // the task APIs' jobs (media.go)
+	voices voiceTable
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -176,6 +180,9 @@ func parseRoute(r *http.Request) (route, bool) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveMedia(w, r) { // media.go
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/v1/images/") || strings.HasPrefix(r.URL.Path, "/sim-files/") {
 		s.serveImages(w, r) // images.go
 		return

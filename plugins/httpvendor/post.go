@@ -19,12 +19,17 @@ type PathRoute interface {
 }
 
 // PostRequest is one call beyond chat: a body of ContentType posted to
-// Path on a channel.
+// Path on a channel (or, with Method, a GET or DELETE of Path).
 type PostRequest struct {
-	Channel     string
-	Path        string // /v1/images/generations
+	Channel string
+	// Method is POST when empty; a GET or DELETE sends no body.
+	Method      string
+	Path        string // /v1/images/generations; it may carry a query
 	ContentType string // application/json, multipart/form-data; boundary=...
-	Body        []byte
+	// Accept is what the answer may be: application/json when empty
+	// (audio/* for a speech call).
+	Accept string
+	Body   []byte
 	// BodyReader, when set, streams the body instead (a multipart upload
 	// read from the gateway as it goes out).
 	BodyReader io.Reader
@@ -52,8 +57,13 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 		return nil, configFailure("channel %q serves chat only", req.Channel)
 	}
 	h := make(http.Header, 8)
-	h["Content-Type"] = []string{req.ContentType}
+	if req.ContentType != "" {
+		h["Content-Type"] = []string{req.ContentType}
+	}
 	h["Accept"] = acceptJSON
+	if req.Accept != "" {
+		h["Accept"] = []string{req.Accept}
+	}
 	h["User-Agent"] = v.ua
 	forwardTrace(h, req.Headers)
 	target, err := pr.BuildPath(req.Path, h)
@@ -64,7 +74,14 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 	if req.BodyReader != nil {
 		body = req.BodyReader
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, body)
+	method := req.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	if method == http.MethodGet || method == http.MethodDelete {
+		body = nil
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
 		return nil, configFailure("channel %q: %v", req.Channel, err)
 	}

@@ -6,14 +6,10 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/plugins/family/images"
 	"github.com/tollgate-gw/tollgate/plugins/httpvendor"
@@ -35,17 +31,17 @@ const (
 	maxReference = 50 << 20
 )
 
-// Validate checks a request by the family's rules. OpenAI runs no image
+// planImages checks a request by the family's rules. OpenAI runs no image
 // jobs: the plan is always a Run.
-func (v *Vendor) Validate(_ context.Context, req *vendor.JobRequest) (*vendor.JobPlan, error) {
+func planImages(req *vendor.JobRequest) *vendor.JobPlan {
 	_, _, plan := images.Plan(req)
-	return plan, nil
+	return plan
 }
 
-// Run makes the upstream call: generations without a reference image,
-// edits (multipart, the references fetched or decoded and uploaded) with
-// one, as OpenAI takes reference images only there.
-func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
+// runImages makes the upstream call: generations without a reference
+// image, edits (multipart, the references fetched or decoded and
+// uploaded) with one, as OpenAI takes reference images only there.
+func (v *Vendor) runImages(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
 	r, m, plan := images.Plan(req)
 	if plan.Error != nil {
 		return images.Refused(plan.Error), nil
@@ -85,22 +81,6 @@ func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOu
 	}
 	return images.Render(m, r, res), nil
 }
-
-// noJobs answers the job calls: OpenAI runs images synchronously.
-var noJobs = &vendor.Failure{Kind: vendor.FailureConfig, Message: "openai: images run synchronously; there is no upstream job"}
-
-// Submit is not offered: Validate never plans an upstream job.
-func (v *Vendor) Submit(context.Context, *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	return nil, noJobs
-}
-
-// Poll is not offered: Validate never plans an upstream job.
-func (v *Vendor) Poll(context.Context, *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	return nil, noJobs
-}
-
-// Cancel is not offered: Validate never plans an upstream job.
-func (v *Vendor) Cancel(context.Context, *vendor.JobRequest) error { return noJobs }
 
 // sendsResponseFormat reports whether the upstream model takes
 // response_format: the DALL·E models do (we ask b64_json, so the gateway
@@ -182,96 +162,44 @@ func (v *Vendor) editsBody(ctx context.Context, upstream string, r *images.Reque
 	if r.Mask != nil && imageType(r.Mask.ContentType, r.Mask.Data) == "" {
 		return nil, "", images.Refused(images.Invalid("the mask is not a PNG image.")), nil
 	}
-	pr, pw := io.Pipe()
-	w := multipart.NewWriter(pw)
-	go func() {
-		pw.CloseWithError(func() error {
-			field := func(name, value string) error { return w.WriteField(name, value) }
-			if err := field("model", upstream); err != nil {
-				return err
-			}
-			if err := field("prompt", sh.Prompt); err != nil {
-				return err
-			}
-			if err := field("n", strconv.Itoa(sh.N)); err != nil {
-				return err
-			}
-			if sh.Size != "" {
-				if err := field("size", sh.Size); err != nil {
-					return err
-				}
-			}
-			if sendsResponseFormat(upstream) {
-				if err := field("response_format", "b64_json"); err != nil {
-					return err
-				}
-			}
-			for _, f := range r.Extra {
-				val := gjson.Parse(f.Raw)
-				var err error
-				switch val.Type {
-				case gjson.Null:
-				case gjson.String:
-					err = field(f.Name, val.Str)
-				default:
-					err = field(f.Name, f.Raw)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			imageField := "image"
-			if len(parts) > 1 {
-				imageField = "image[]"
-			}
-			for i, p := range parts {
-				name := p.name
-				if name == "" {
-					name = "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.ct, "image/")
-				}
-				if err := writeFile(ctx, w, imageField, name, p.ct, p.data, p.file); err != nil {
-					return err
-				}
-			}
-			if r.Mask != nil {
-				name := r.Mask.Filename
-				if name == "" {
-					name = "mask.png"
-				}
-				if err := writeFile(ctx, w, "mask", name, imageType(r.Mask.ContentType, r.Mask.Data), r.Mask.Data, r.Mask); err != nil {
-					return err
-				}
-			}
-			return w.Close()
-		}())
-	}()
-	return pr, w.FormDataContentType(), nil, nil
+	var f httpvendor.Form
+	f.Field("model", upstream)
+	f.Field("prompt", sh.Prompt)
+	f.Field("n", strconv.Itoa(sh.N))
+	if sh.Size != "" {
+		f.Field("size", sh.Size)
+	}
+	if sendsResponseFormat(upstream) {
+		f.Field("response_format", "b64_json")
+	}
+	for _, x := range r.Extra {
+		f.JSONField(x.Name, x.Raw)
+	}
+	imageField := "image"
+	if len(parts) > 1 {
+		imageField = "image[]"
+	}
+	for i, p := range parts {
+		name := p.name
+		if name == "" {
+			name = "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.ct, "image/")
+		}
+		if p.file != nil {
+			f.Upload(imageField, name, p.ct, p.file)
+		} else {
+			f.File(imageField, name, p.ct, p.data)
+		}
+	}
+	if r.Mask != nil {
+		name := r.Mask.Filename
+		if name == "" {
+			name = "mask.png"
+		}
+		f.Upload("mask", name, imageType(r.Mask.ContentType, r.Mask.Data), r.Mask)
+	}
+	body, ct := f.Reader(ctx)
+	return body, ct, nil, nil
 }
-
-// writeFile writes one file part: data, or the upload streamed from the
-// gateway.
-func writeFile(ctx context.Context, w *multipart.Writer, field, filename, ct string, data []byte, f *vendor.JobFile) error {
-	h := make(textproto.MIMEHeader, 2)
-	h.Set("Content-Disposition", `form-data; name="`+field+`"; filename="`+quoteEscaper.Replace(filename)+`"`)
-	h.Set("Content-Type", ct)
-	pw, err := w.CreatePart(h)
-	if err != nil {
-		return err
-	}
-	if data != nil || f == nil {
-		_, err = pw.Write(data)
-		return err
-	}
-	rc, err := vendor.OpenFile(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	_, err = io.Copy(pw, rc)
-	return err
-}
-
-var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "", "\n", "")
 
 // imageType is the image media type OpenAI is told for an upload: the
 // declared one when it is an image type it takes, else what the bytes
@@ -291,5 +219,3 @@ func imageType(declared string, data []byte) string {
 	}
 	return ""
 }
-
-var _ vendor.Jobs = (*Vendor)(nil)

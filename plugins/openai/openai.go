@@ -1,16 +1,21 @@
 // Package openai is the vendor plugin for the OpenAI API: chat completions
 // (POST /v1/chat/completions) and responses (POST /v1/responses), and the
-// image family on its images API (images.go), with Authorization: Bearer
-// and, when the channel sets them, the organization and project headers.
+// image family on its images API (images.go), speech on its speech API
+// (speech.go) and video on its videos API (video.go), with Authorization:
+// Bearer and, when the channel sets them, the organization and project
+// headers.
 package openai
 
 import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/plugins/family/images"
+	"github.com/tollgate-gw/tollgate/plugins/family/speech"
+	"github.com/tollgate-gw/tollgate/plugins/family/video"
 	"github.com/tollgate-gw/tollgate/plugins/httpvendor"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -19,12 +24,19 @@ import (
 const (
 	SettingOrganization = "organization" // sent as OpenAI-Organization
 	SettingProject      = "project"      // sent as OpenAI-Project
+	// SettingPollInterval is how often a video job is polled ("10s").
+	SettingPollInterval = "poll_interval"
 )
+
+// defaultPollInterval is how often a video job is polled: OpenAI's own
+// examples poll every 10 to 20 seconds.
+const defaultPollInterval = 10 * time.Second
 
 var spoken = []string{string(protocol.OpenAIChat), string(protocol.OpenAIResponses)}
 
 // Vendor is the openai vendor: chat through the shared HTTP machinery,
-// and the image family through vendor.Jobs.
+// and the image, speech and video families through vendor.Jobs
+// (jobs.go).
 type Vendor struct {
 	*httpvendor.Vendor
 }
@@ -35,9 +47,9 @@ func New() *Vendor {
 		Description: vendor.Description{
 			Name:      "openai",
 			Protocols: spoken,
-			Families:  []string{"chat", images.Family},
+			Families:  []string{"chat", images.Family, speech.Family, video.Family},
 			Version:   httpvendor.Version,
-			Specs:     []vendor.FamilySpec{images.Spec()},
+			Specs:     []vendor.FamilySpec{images.Spec(), speech.Spec(), video.Spec()},
 		},
 		Prepare: prepare,
 	})}
@@ -49,10 +61,15 @@ type route struct {
 	protocols       []string
 	auth            []string
 	org, project    []string
+	pollEvery       time.Duration
 }
 
 func prepare(ch vendor.Channel) (httpvendor.Route, error) {
-	if err := httpvendor.CheckSettings(ch, SettingOrganization, SettingProject); err != nil {
+	if err := httpvendor.CheckSettings(ch, SettingOrganization, SettingProject, SettingPollInterval); err != nil {
+		return nil, err
+	}
+	every, err := httpvendor.DurationSetting(ch, SettingPollInterval, defaultPollInterval)
+	if err != nil {
 		return nil, err
 	}
 	base, err := httpvendor.BaseURL(ch, true)
@@ -73,6 +90,7 @@ func prepare(ch vendor.Channel) (httpvendor.Route, error) {
 		responses: base + "/v1/responses",
 		protocols: protos,
 		auth:      []string{"Bearer " + key},
+		pollEvery: every,
 	}
 	if v := ch.Settings[SettingOrganization]; v != "" {
 		r.org = []string{v}

@@ -197,7 +197,7 @@ func TestKeyNeverFromEnvironment(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	d, err := openai.New().Describe(context.Background())
 	if err != nil || d.Name != "openai" || fmt.Sprint(d.Protocols) != "[openai_chat openai_responses]" ||
-		d.Version != httpvendor.Version || fmt.Sprint(d.Families) != "[chat image]" {
+		d.Version != httpvendor.Version || fmt.Sprint(d.Families) != "[chat image speech video]" || len(d.Specs) != 3 {
 		t.Fatalf("got %+v %v", d, err)
 	}
 }

@@ -49,11 +49,13 @@ func Failed(status int, body []byte) *vendor.JobOutcome {
 }
 
 // UpstreamMessage is the message of an upstream error body: OpenAI's
-// error.message, or the other common places, else the body's text, else
-// the status text.
+// error.message, or the other common places (FastAPI's detail, as a
+// string, an object with a message or an error, or a list of
+// validation errors), else the body's text, else the status text.
 func UpstreamMessage(status int, body []byte) string {
 	if gjson.ValidBytes(body) {
-		for _, p := range [...]string{"error.message", "error", "message", "detail", "errors.0.message", "msg"} {
+		for _, p := range [...]string{"error.message", "error", "message", "detail", "detail.message", "detail.error",
+			"detail.0.msg", "errors.0.message", "msg"} {
 			if v := gjson.GetBytes(body, p); v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
 				return v.Str
 			}
