@@ -113,7 +113,9 @@ func (s *Server) elevenLabs(w http.ResponseWriter, r *http.Request) {
 		elevenError(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed")
 		return
 	}
-	body, ok := s.readMedia(w, r, func() { elevenError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "The request body is too large.") })
+	body, ok := s.readMedia(w, r, func() {
+		elevenError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "The request body is too large.")
+	})
 	if !ok {
 		return
 	}

@@ -235,7 +235,6 @@ func (v *Vendor) Read(ctx context.Context, req *vendor.JobRequest) (*vendor.JobO
 	return voice.Presets(ps), nil
 }
 
-
 var (
 	_ vendor.Jobs      = (*Vendor)(nil)
 	_ vendor.JobReader = (*Vendor)(nil)

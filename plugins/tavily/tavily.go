@@ -110,5 +110,4 @@ func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOu
 	return search.Found(r, out), nil
 }
 
-
 var _ vendor.Jobs = (*Vendor)(nil)
