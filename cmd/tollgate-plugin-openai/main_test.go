@@ -6,6 +6,9 @@ import (
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
+	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
+	"github.com/tollgate-gw/tollgate/plugins/family/speech/speechtest"
+	"github.com/tollgate-gw/tollgate/plugins/family/video/videotest"
 	"github.com/tollgate-gw/tollgate/plugins/family/images/imagestest"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -54,5 +57,27 @@ func TestImagesConformance(t *testing.T) {
 		SmallSize:         "1024x1024",
 		LargeSize:         "1536x1024",
 		FetchesReferences: true,
+	})
+}
+
+// TestMediaConformance runs the speech and video suites against the
+// plugin process.
+func TestMediaConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the plugin binary")
+	}
+	newV := func(t *testing.T) vendor.Vendor {
+		up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-media"}).Handler())
+		t.Cleanup(up.Close)
+		return vt.StartBinary(t, "openai", vendor.Config{AllowPrivateURLs: true, Channels: []vendor.Channel{{Name: "main",
+			BaseURL: up.URL, APIKey: "sk-media", Settings: map[string]string{"poll_interval": "20ms"}}}})
+	}
+	t.Run("speech", func(t *testing.T) {
+		speechtest.Run(t, speechtest.Target{Target: familytest.Target{Name: "openai", New: newV,
+			Model: vendor.JobModel{ID: "tts", Upstream: "gpt-4o-mini-tts"}}, Voice: "alloy"})
+	})
+	t.Run("video", func(t *testing.T) {
+		videotest.Run(t, videotest.Target{Target: familytest.Target{Name: "openai", New: newV,
+			Model: vendor.JobModel{ID: "sora", Upstream: "sora-2", Settings: map[string]string{"max_duration": "10"}}}})
 	})
 }

@@ -678,6 +678,9 @@ func replaySim(e *exchange) []state {
 // fails the test when the row matches no report.
 func expectedCost(t *testing.T, row map[string]any) money.Nano {
 	t.Helper()
+	if row["unit_type"] != nil {
+		return unitCost(t, row)
+	}
 	got := usage{in: int64(num(row["input_tokens"])), cached: int64(num(row["cached_tokens"])), out: int64(num(row["output_tokens"]))}
 	if got == (usage{}) {
 		return 0
@@ -734,6 +737,22 @@ func expectedCost(t *testing.T, row map[string]any) money.Nano {
 	t.Fatalf("row %s (%s): input %d, cached %d, output %d match no usage an upstream reported (client record %v, estimate %d)",
 		rid, model, got.in, got.cached, got.out, client != nil, estimate)
 	return 0
+}
+
+// unitCost is what a row billed per unit (a media call) costs: its
+// units at its model's price in mediaPrices (untiered models only: a row
+// does not say its tier).
+func unitCost(t *testing.T, row map[string]any) money.Nano {
+	t.Helper()
+	n := int64(num(row["unit_count"]))
+	if n == 0 {
+		return 0
+	}
+	p, ok := mediaPrices[str(row["model"])]
+	if !ok {
+		t.Fatalf("no test price for the media model %q: add it to mediaPrices", str(row["model"]))
+	}
+	return money.Times(n, money.MustParse(p))
 }
 
 // checkCost checks one row's cost and returns it.

@@ -124,6 +124,9 @@ model "srch" {
 var mediaPrices = map[string]string{
 	"img": "0.04", "vid": "0.07", "vid-tiered/480p": "0.03", "vid-tiered/720p": "0.11", "vid-short": "0.05",
 	"vid-quick": "0.01", "mus": "0.37", "tts": "0.0003", "voice": "0.41", "trn": "0.023", "srch": "0.0061",
+	// the real vendors' models (media_vendors_test.go)
+	"oai-tts": "0.000015", "sora": "0.1", "suno-music": "0.12", "eleven-clone": "0.5", "eleven-tts": "0.00003",
+	"tavily-search": "0.008",
 }
 
 type mediaEnv struct {

@@ -24,7 +24,7 @@ import (
 const AdminToken = "test-admin-token"
 
 // Plugins are the vendor plugin binaries built beside the gateway.
-var Plugins = []string{"sim", "openai", "anthropic", "gemini", "openai-compatible"}
+var Plugins = []string{"sim", "openai", "anthropic", "gemini", "openai-compatible", "suno", "elevenlabs", "tavily"}
 
 var (
 	buildOnce sync.Once
