@@ -7,9 +7,9 @@ import (
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
+	"github.com/tollgate-gw/tollgate/plugins/family/images/imagestest"
 	"github.com/tollgate-gw/tollgate/plugins/family/speech/speechtest"
 	"github.com/tollgate-gw/tollgate/plugins/family/video/videotest"
-	"github.com/tollgate-gw/tollgate/plugins/family/images/imagestest"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
