@@ -94,8 +94,12 @@ type stepJobs struct {
 	cancelled atomic.Bool
 }
 
-func (s *stepJobs) Validate(context.Context, *vendor.JobRequest) (*vendor.JobPlan, error) { return nil, nil }
-func (s *stepJobs) Run(context.Context, *vendor.JobRequest) (*vendor.JobOutcome, error)   { return nil, nil }
+func (s *stepJobs) Validate(context.Context, *vendor.JobRequest) (*vendor.JobPlan, error) {
+	return nil, nil
+}
+func (s *stepJobs) Run(context.Context, *vendor.JobRequest) (*vendor.JobOutcome, error) {
+	return nil, nil
+}
 func (s *stepJobs) Submit(context.Context, *vendor.JobRequest) (*vendor.JobOutcome, error) {
 	return &vendor.JobOutcome{State: vendor.JobRunning, UpstreamRef: "j1", PollAfter: time.Millisecond}, nil
 }
