@@ -25,10 +25,9 @@ func TestConformance(t *testing.T) {
 	}))
 	t.Cleanup(sample.Close)
 	newV := func(t *testing.T) vendor.Vendor {
-		up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "xi-key"}).Handler())
-		t.Cleanup(up.Close)
+		upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "xi-key"})
 		return vt.StartBinary(t, "elevenlabs", vendor.Config{AllowPrivateURLs: true,
-			Channels: []vendor.Channel{{Name: "main", BaseURL: up.URL, APIKey: "xi-key"}}})
+			Channels: []vendor.Channel{{Name: "main", BaseURL: upURL, APIKey: "xi-key"}}})
 	}
 	t.Run("voice", func(t *testing.T) {
 		voicetest.Run(t, voicetest.Target{Target: familytest.Target{Name: "elevenlabs", New: newV,

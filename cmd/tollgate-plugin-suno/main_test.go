@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
@@ -18,9 +17,8 @@ func TestConformance(t *testing.T) {
 	}
 	musictest.Run(t, musictest.Target{Name: "suno", Model: vendor.JobModel{ID: "suno", Upstream: "V4_5ALL"},
 		New: func(t *testing.T) vendor.Vendor {
-			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-suno"}).Handler())
-			t.Cleanup(up.Close)
-			return vt.StartBinary(t, "suno", vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: up.URL,
+			upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "sk-suno"})
+			return vt.StartBinary(t, "suno", vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: upURL,
 				APIKey: "sk-suno", Settings: map[string]string{"poll_interval": "20ms"}}}})
 		}})
 }

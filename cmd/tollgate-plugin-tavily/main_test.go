@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
@@ -18,8 +17,7 @@ func TestConformance(t *testing.T) {
 	}
 	searchtest.Run(t, searchtest.Target{Name: "tavily", Model: vendor.JobModel{ID: "web", Upstream: "basic"},
 		New: func(t *testing.T) vendor.Vendor {
-			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "tvly-key"}).Handler())
-			t.Cleanup(up.Close)
-			return vt.StartBinary(t, "tavily", vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: up.URL, APIKey: "tvly-key"}}})
+			upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "tvly-key"})
+			return vt.StartBinary(t, "tavily", vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: upURL, APIKey: "tvly-key"}}})
 		}})
 }

@@ -132,7 +132,7 @@ func (s *Server) serveImages(w http.ResponseWriter, r *http.Request) {
 	}
 	var req imagesRequest
 	if edits {
-		req, err = readForm(body, params["boundary"])
+		req, err = readForm(body, params["boundary"], imageFiles)
 	} else {
 		req, err = readJSON(body)
 	}
@@ -160,7 +160,9 @@ func readJSON(body []byte) (imagesRequest, error) {
 	return req, nil
 }
 
-func readForm(body []byte, boundary string) (imagesRequest, error) {
+// readForm reads a multipart form: its text fields, and its files, each
+// of which file sees (its field and content type) and counts or refuses.
+func readForm(body []byte, boundary string, file func(req *imagesRequest, name, ct string)) (imagesRequest, error) {
 	req := imagesRequest{fields: map[string]string{}, has: map[string]bool{}}
 	if boundary == "" {
 		return req, errors.New("Could not parse multipart form: no boundary.")
@@ -183,19 +185,30 @@ func readForm(body []byte, boundary string) (imagesRequest, error) {
 			req.has[name], req.fields[name] = true, string(data)
 			continue
 		}
-		switch name {
-		case "image", "image[]":
-			req.images++
-			req.has["image"] = true
-		case "mask":
-			req.has["mask"] = true
-		default:
-			continue
-		}
-		if pct := p.Header.Get("Content-Type"); pct != "image/png" && pct != "image/jpeg" && pct != "image/webp" && req.badCT == "" {
-			req.badCT = "Invalid file '" + name + "': unsupported mimetype ('" + pct +
-				"'). Supported file formats are 'image/jpeg', 'image/png', and 'image/webp'."
-		}
+		file(&req, name, p.Header.Get("Content-Type"))
+	}
+}
+
+// imageFiles counts an edit's images (image, image[]) and its mask, and
+// refuses other types than PNG, JPEG and WebP; other files are ignored.
+func imageFiles(req *imagesRequest, name, ct string) {
+	switch name {
+	case "image", "image[]":
+		req.images++
+		req.has["image"] = true
+	case "mask":
+		req.has["mask"] = true
+	default:
+		return
+	}
+	badType(req, name, ct)
+}
+
+// badType notes the first file that is no PNG, JPEG or WebP image.
+func badType(req *imagesRequest, name, ct string) {
+	if ct != "image/png" && ct != "image/jpeg" && ct != "image/webp" && req.badCT == "" {
+		req.badCT = "Invalid file '" + name + "': unsupported mimetype ('" + ct +
+			"'). Supported file formats are 'image/jpeg', 'image/png', and 'image/webp'."
 	}
 }
 

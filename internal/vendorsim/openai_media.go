@@ -1,12 +1,8 @@
 package vendorsim
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"slices"
 	"strconv"
@@ -179,7 +175,7 @@ func (s *Server) createVideo(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch mt {
 	case "multipart/form-data":
-		req, err = readVideoForm(body, params["boundary"])
+		req, err = readForm(body, params["boundary"], videoFiles)
 	case "application/json":
 		req, err = readJSON(body)
 	default:
@@ -251,36 +247,11 @@ func (s *Server) createVideo(w http.ResponseWriter, r *http.Request) {
 	jsonReply(w, http.StatusOK, videoObject(j, j.started))
 }
 
-// readVideoForm reads the videos API's form: its text fields, and
-// input_reference as a file (a JPEG, PNG or WebP image).
-func readVideoForm(body []byte, boundary string) (imagesRequest, error) {
-	req := imagesRequest{fields: map[string]string{}, has: map[string]bool{}}
-	if boundary == "" {
-		return req, errors.New("Could not parse multipart form: no boundary.")
-	}
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			return req, nil
-		}
-		if err != nil {
-			return req, errors.New("Could not parse multipart form.")
-		}
-		data, err := io.ReadAll(p)
-		if err != nil {
-			return req, errors.New("Could not parse multipart form.")
-		}
-		name := p.FormName()
-		req.has[name] = true
-		if p.FileName() == "" {
-			req.fields[name] = string(data)
-			continue
-		}
-		if pct := p.Header.Get("Content-Type"); name == "input_reference" && pct != "image/png" && pct != "image/jpeg" && pct != "image/webp" {
-			req.badCT = "Invalid file 'input_reference': unsupported mimetype ('" + pct +
-				"'). Supported file formats are 'image/jpeg', 'image/png', and 'image/webp'."
-		}
+// videoFiles takes the videos API's one file, input_reference, an image.
+func videoFiles(req *imagesRequest, name, ct string) {
+	req.has[name] = true
+	if name == "input_reference" {
+		badType(req, name, ct)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Recorder keeps the requests a server got: set Options.Record to its
@@ -69,4 +71,12 @@ func (r Request) Form() (fields map[string]string, files map[string][2]string, e
 			fields[p.FormName()] = string(b)
 		}
 	}
+}
+
+// Serve starts a server with opts for a test, closed when it ends, and
+// returns its base URL.
+func Serve(t testing.TB, opts Options) string {
+	srv := httptest.NewServer(New(opts).Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -27,13 +27,11 @@ func sampleServer(t *testing.T) string {
 
 // newVendor is the elevenlabs plugin, built by wrap, on ElevenLabs' API as
 // internal/vendorsim serves it.
-func newVendor(wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor) func(t *testing.T) vendor.Vendor {
+func newVendor(wrap familytest.Wrap) func(t *testing.T) vendor.Vendor {
 	return func(t *testing.T) vendor.Vendor {
-		up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "xi-key"}).Handler())
-		t.Cleanup(up.Close)
 		v := wrap(t, elevenlabs.New())
-		if err := v.Configure(t.Context(), vendor.Config{AllowPrivateURLs: true,
-			Channels: []vendor.Channel{{Name: "main", BaseURL: up.URL, APIKey: "xi-key"}}}); err != nil {
+		if err := v.Configure(t.Context(), vendor.Config{AllowPrivateURLs: true, Channels: []vendor.Channel{{Name: "main",
+			BaseURL: vendorsim.Serve(t, vendorsim.Options{APIKey: "xi-key"}), APIKey: "xi-key"}}}); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -43,23 +41,15 @@ func newVendor(wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor) func(t *t
 // The elevenlabs plugin passes the voice and speech suites, in process
 // and over gRPC.
 func TestConformance(t *testing.T) {
-	for _, tr := range []struct {
-		name string
-		wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor
-	}{
-		{"in_process", func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return v }},
-		{"grpc", familytest.OverGRPC},
-	} {
-		t.Run(tr.name, func(t *testing.T) {
-			newV := newVendor(tr.wrap)
-			t.Run("voice", func(t *testing.T) {
-				voicetest.Run(t, voicetest.Target{Target: familytest.Target{Name: "elevenlabs", New: newV,
-					Model: vendor.JobModel{ID: "clone", Upstream: "ivc"}}, SampleURL: sampleServer(t)})
-			})
-			t.Run("speech", func(t *testing.T) {
-				speechtest.Run(t, speechtest.Target{Target: familytest.Target{Name: "elevenlabs", New: newV,
-					Model: vendor.JobModel{ID: "eleven", Upstream: "eleven_multilingual_v2"}}, Voice: "21m00Tcm4TlvDq8ikWAM"})
-			})
+	familytest.Transports(t, func(t *testing.T, wrap familytest.Wrap) {
+		newV := newVendor(wrap)
+		t.Run("voice", func(t *testing.T) {
+			voicetest.Run(t, voicetest.Target{Target: familytest.Target{Name: "elevenlabs", New: newV,
+				Model: vendor.JobModel{ID: "clone", Upstream: "ivc"}}, SampleURL: sampleServer(t)})
 		})
-	}
+		t.Run("speech", func(t *testing.T) {
+			speechtest.Run(t, speechtest.Target{Target: familytest.Target{Name: "elevenlabs", New: newV,
+				Model: vendor.JobModel{ID: "eleven", Upstream: "eleven_multilingual_v2"}}, Voice: "21m00Tcm4TlvDq8ikWAM"})
+		})
+	})
 }

@@ -176,17 +176,13 @@ func (v *Vendor) speak(ctx context.Context, req *vendor.JobRequest) (*vendor.Job
 	if err != nil {
 		return nil, err
 	}
-	if resp.Status < 200 || resp.Status > 299 {
-		return rules.Failed(resp.Status, resp.Body), nil
+	audio, ct, refusal, err := httpvendor.Audio(resp)
+	if refusal != nil || err != nil {
+		return refusal, err
 	}
-	ct, ok := httpvendor.AudioType(resp.Headers["content-type"])
-	if !ok || len(resp.Body) == 0 {
-		return nil, &vendor.Failure{Kind: vendor.FailureBroken, Message: "elevenlabs: the speech answer is not audio (" + resp.Headers["content-type"] + ")"}
-	}
-	audio := resp.Body
 	switch r.Format {
 	case "wav":
-		audio, ct = wav(resp.Body, 24000), "audio/wav"
+		audio, ct = wav(audio, 24000), "audio/wav"
 	case "pcm":
 		ct = "audio/pcm"
 	}

@@ -21,11 +21,10 @@ import (
 func start(t *testing.T, allowPrivate bool, settings map[string]string) (*elevenlabs.Vendor, *vendorsim.Recorder) {
 	t.Helper()
 	rec := &vendorsim.Recorder{}
-	up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "xi-key", Record: rec.Record}).Handler())
-	t.Cleanup(up.Close)
+	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "xi-key", Record: rec.Record})
 	v := elevenlabs.New()
 	if err := v.Configure(context.Background(), vendor.Config{AllowPrivateURLs: allowPrivate,
-		Channels: []vendor.Channel{{Name: "main", BaseURL: up.URL, APIKey: "xi-key", Settings: settings}}}); err != nil {
+		Channels: []vendor.Channel{{Name: "main", BaseURL: upURL, APIKey: "xi-key", Settings: settings}}}); err != nil {
 		t.Fatal(err)
 	}
 	return v, rec

@@ -170,10 +170,23 @@ func (v *Vendor) Route(channel string) (Route, bool) {
 	return r, ok
 }
 
-// AudioType is the content type an audio answer is passed on with: the
-// upstream's, or "" (the format's own type) when it names none or only
-// bytes; ok is false for an answer that is no audio (JSON, HTML).
-func AudioType(ct string) (string, bool) {
+// Audio reads a speech call's answer: a 2xx answer's audio and the
+// content type it is passed on with (the upstream's, or "" for the
+// format's own when it names none or only bytes); the upstream's refusal
+// for another status; a FailureBroken for a 2xx answer that is no audio
+// (JSON, HTML, nothing).
+func Audio(resp *vendor.ChatResponse) ([]byte, string, *vendor.JobOutcome, error) {
+	if !ok2xx(resp.Status) {
+		return nil, "", rules.Failed(resp.Status, resp.Body), nil
+	}
+	ct, ok := audioType(resp.Headers["content-type"])
+	if !ok || len(resp.Body) == 0 {
+		return nil, "", nil, &vendor.Failure{Kind: vendor.FailureBroken, Message: "the speech answer is not audio (" + resp.Headers["content-type"] + ")"}
+	}
+	return resp.Body, ct, nil, nil
+}
+
+func audioType(ct string) (string, bool) {
 	mt, _, err := mime.ParseMediaType(ct)
 	switch {
 	case ct == "" || err != nil || mt == "application/octet-stream" || mt == "binary/octet-stream":

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"net/http/httptest"
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
@@ -15,13 +14,12 @@ import (
 // mediaVendor is the openai plugin, built by wrap (in process, or behind
 // the gRPC transport), on OpenAI's speech and videos APIs as
 // internal/vendorsim serves them.
-func mediaVendor(wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor) func(t *testing.T) vendor.Vendor {
+func mediaVendor(wrap familytest.Wrap) func(t *testing.T) vendor.Vendor {
 	return func(t *testing.T) vendor.Vendor {
-		up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-media"}).Handler())
-		t.Cleanup(up.Close)
 		v := wrap(t, openai.New())
 		if err := v.Configure(t.Context(), vendor.Config{AllowPrivateURLs: true, Channels: []vendor.Channel{{Name: "main",
-			BaseURL: up.URL, APIKey: "sk-media", Settings: map[string]string{openai.SettingPollInterval: "20ms"}}}}); err != nil {
+			BaseURL: vendorsim.Serve(t, vendorsim.Options{APIKey: "sk-media"}), APIKey: "sk-media",
+			Settings: map[string]string{openai.SettingPollInterval: "20ms"}}}}); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -31,17 +29,9 @@ func mediaVendor(wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor) func(t 
 // The openai plugin passes the speech and video suites, in process and
 // over gRPC.
 func TestMediaConformance(t *testing.T) {
-	for _, tr := range []struct {
-		name string
-		wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor
-	}{
-		{"in_process", func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return v }},
-		{"grpc", familytest.OverGRPC},
-	} {
-		t.Run(tr.name, func(t *testing.T) {
-			runMediaSuites(t, mediaVendor(tr.wrap))
-		})
-	}
+	familytest.Transports(t, func(t *testing.T, wrap familytest.Wrap) {
+		runMediaSuites(t, mediaVendor(wrap))
+	})
 }
 
 // runMediaSuites runs the speech and video suites against newV.

@@ -22,14 +22,13 @@ import (
 func mediaUpstream(t *testing.T) (*openai.Vendor, *vendorsim.Recorder, string) {
 	t.Helper()
 	rec := &vendorsim.Recorder{}
-	up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-media", Record: rec.Record}).Handler())
-	t.Cleanup(up.Close)
+	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "sk-media", Record: rec.Record})
 	v := openai.New()
 	if err := v.Configure(context.Background(), vendor.Config{AllowPrivateURLs: true, Channels: []vendor.Channel{{Name: "main",
-		BaseURL: up.URL, APIKey: "sk-media", Settings: map[string]string{openai.SettingPollInterval: "10ms", openai.SettingProject: "proj_1"}}}}); err != nil {
+		BaseURL: upURL, APIKey: "sk-media", Settings: map[string]string{openai.SettingPollInterval: "10ms", openai.SettingProject: "proj_1"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	return v, rec, up.URL
+	return v, rec, upURL
 }
 
 // formOf reads a recorded multipart body.

@@ -42,12 +42,9 @@ func (v *Vendor) runSpeech(ctx context.Context, req *vendor.JobRequest) (*vendor
 	if err != nil {
 		return nil, err
 	}
-	if resp.Status < 200 || resp.Status > 299 {
-		return rules.Failed(resp.Status, resp.Body), nil
+	audio, ct, refusal, err := httpvendor.Audio(resp)
+	if refusal != nil || err != nil {
+		return refusal, err
 	}
-	ct, ok := httpvendor.AudioType(resp.Headers["content-type"])
-	if !ok || len(resp.Body) == 0 {
-		return nil, &vendor.Failure{Kind: vendor.FailureBroken, Message: "openai: the speech answer is not audio (" + resp.Headers["content-type"] + ")"}
-	}
-	return speech.Succeeded(req, r, resp.Body, ct), nil
+	return speech.Succeeded(req, r, audio, ct), nil
 }

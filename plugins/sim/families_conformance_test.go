@@ -17,45 +17,37 @@ import (
 // Every family the sim serves passes its conformance suite, in process
 // and behind the real gRPC transport.
 func TestFamiliesConformance(t *testing.T) {
-	for _, tr := range []struct {
-		name string
-		wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor
-	}{
-		{"in_process", func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return v }},
-		{"grpc", familytest.OverGRPC},
-	} {
-		t.Run(tr.name, func(t *testing.T) {
-			newSim := func(t *testing.T) vendor.Vendor {
-				v := tr.wrap(t, sim.New(nil))
-				if err := v.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main"}}, AllowPrivateURLs: true}); err != nil {
-					t.Fatal(err)
-				}
-				return v
+	familytest.Transports(t, func(t *testing.T, wrap familytest.Wrap) {
+		newSim := func(t *testing.T) vendor.Vendor {
+			v := wrap(t, sim.New(nil))
+			if err := v.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main"}}, AllowPrivateURLs: true}); err != nil {
+				t.Fatal(err)
 			}
-			model := func(id string, settings map[string]string, tiers ...string) vendor.JobModel {
-				return vendor.JobModel{ID: id, Upstream: id, Settings: settings, Tiers: tiers}
-			}
-			t.Run("video", func(t *testing.T) {
-				videotest.Run(t, videotest.Target{Target: familytest.Target{Name: "sim", New: newSim,
-					Model: model("sim-video", map[string]string{"max_duration": "10"})},
-					Tiered: model("sim-video-tiered", map[string]string{"max_duration": "10", "resolutions": "480p,720p"}, "480p", "720p")})
-			})
-			t.Run("music", func(t *testing.T) {
-				musictest.Run(t, musictest.Target{Name: "sim", New: newSim, Model: model("sim-music", nil)})
-			})
-			t.Run("speech", func(t *testing.T) {
-				speechtest.Run(t, speechtest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("sim-speech", nil)}, Voice: "alloy"})
-			})
-			t.Run("voice", func(t *testing.T) {
-				voicetest.Run(t, voicetest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("sim-voice", nil)},
-					SampleURL: "https://samples.example/ada.wav"})
-			})
-			t.Run("transcript", func(t *testing.T) {
-				transcripttest.Run(t, transcripttest.Target{Name: "sim", New: newSim, Model: model("sim-transcript", nil)})
-			})
-			t.Run("search", func(t *testing.T) {
-				searchtest.Run(t, searchtest.Target{Name: "sim", New: newSim, Model: model("sim-search", nil)})
-			})
+			return v
+		}
+		model := func(id string, settings map[string]string, tiers ...string) vendor.JobModel {
+			return vendor.JobModel{ID: id, Upstream: id, Settings: settings, Tiers: tiers}
+		}
+		t.Run("video", func(t *testing.T) {
+			videotest.Run(t, videotest.Target{Target: familytest.Target{Name: "sim", New: newSim,
+				Model: model("sim-video", map[string]string{"max_duration": "10"})},
+				Tiered: model("sim-video-tiered", map[string]string{"max_duration": "10", "resolutions": "480p,720p"}, "480p", "720p")})
 		})
-	}
+		t.Run("music", func(t *testing.T) {
+			musictest.Run(t, musictest.Target{Name: "sim", New: newSim, Model: model("sim-music", nil)})
+		})
+		t.Run("speech", func(t *testing.T) {
+			speechtest.Run(t, speechtest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("sim-speech", nil)}, Voice: "alloy"})
+		})
+		t.Run("voice", func(t *testing.T) {
+			voicetest.Run(t, voicetest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("sim-voice", nil)},
+				SampleURL: "https://samples.example/ada.wav"})
+		})
+		t.Run("transcript", func(t *testing.T) {
+			transcripttest.Run(t, transcripttest.Target{Name: "sim", New: newSim, Model: model("sim-transcript", nil)})
+		})
+		t.Run("search", func(t *testing.T) {
+			searchtest.Run(t, searchtest.Target{Name: "sim", New: newSim, Model: model("sim-search", nil)})
+		})
+	})
 }

@@ -3,7 +3,6 @@ package suno_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +19,14 @@ import (
 func start(t *testing.T, settings map[string]string) (*suno.Vendor, *vendorsim.Recorder, string) {
 	t.Helper()
 	rec := &vendorsim.Recorder{}
-	up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-suno", Record: rec.Record}).Handler())
-	t.Cleanup(up.Close)
+	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "sk-suno", Record: rec.Record})
 	if settings == nil {
 		settings = map[string]string{}
 	}
 	settings[suno.SettingPollInterval] = "10ms"
 	v := suno.New()
-	vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: up.URL, APIKey: "sk-suno", Settings: settings})
-	return v, rec, up.URL
+	vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: upURL, APIKey: "sk-suno", Settings: settings})
+	return v, rec, upURL
 }
 
 func musicReq(body string) *vendor.JobRequest {

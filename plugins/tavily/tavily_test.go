@@ -2,7 +2,6 @@ package tavily_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +18,9 @@ import (
 func start(t *testing.T, settings map[string]string) (*tavily.Vendor, *vendorsim.Recorder) {
 	t.Helper()
 	rec := &vendorsim.Recorder{}
-	up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "tvly-key", Record: rec.Record}).Handler())
-	t.Cleanup(up.Close)
+	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "tvly-key", Record: rec.Record})
 	v := tavily.New()
-	vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: up.URL + "/", APIKey: "tvly-key", Settings: settings})
+	vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: upURL + "/", APIKey: "tvly-key", Settings: settings})
 	return v, rec
 }
 
@@ -105,10 +103,9 @@ func TestSearchErrors(t *testing.T) {
 
 // A wrong key is Tavily's 401, passed through.
 func TestWrongKey(t *testing.T) {
-	up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "tvly-key"}).Handler())
-	t.Cleanup(up.Close)
+	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "tvly-key"})
 	v := tavily.New()
-	vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: up.URL, APIKey: "tvly-wrong"})
+	vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: upURL, APIKey: "tvly-wrong"})
 	out, err := v.Run(context.Background(), searchReq("tavily", `{"query":"q"}`))
 	if err != nil || out.Error == nil || out.Error.Status != 401 || out.Error.Message != "Unauthorized: missing or invalid API key." {
 		t.Fatalf("%+v %v", out, err)
