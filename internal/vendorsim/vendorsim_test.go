@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,30 +35,21 @@ var weatherSchema = map[string]any{
 	"required": []string{"city", "unit"},
 }
 
-type recorder struct {
-	mu   sync.Mutex
-	reqs []Request
-}
-
-func (r *recorder) record(q Request) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, q)
-	r.mu.Unlock()
-}
+// recorder is a Recorder whose last request must exist.
+type recorder struct{ Recorder }
 
 func (r *recorder) last(t *testing.T) Request {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.reqs) == 0 {
+	q, ok := r.Last("")
+	if !ok {
 		t.Fatal("no request recorded")
 	}
-	return r.reqs[len(r.reqs)-1]
+	return q
 }
 
 func newServer(t *testing.T) (*httptest.Server, *recorder) {
 	rec := &recorder{}
-	srv := httptest.NewServer(New(Options{APIKey: testKey, Record: rec.record}).Handler())
+	srv := httptest.NewServer(New(Options{APIKey: testKey, Record: rec.Record}).Handler())
 	t.Cleanup(srv.Close)
 	return srv, rec
 }
