@@ -311,5 +311,8 @@ func techView(c *Call) *store.TechView {
 	if c.Served && !c.Usage.Reported {
 		t.Gateway = append(t.Gateway, store.KV{K: "usage", V: "estimated"})
 	}
+	if c.PastLimit {
+		t.Gateway = append(t.Gateway, limitNote(c))
+	}
 	return t
 }

@@ -56,6 +56,7 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 			c.WireMax = int64(m.DefaultMaxTokens)
 		}
 	}
+	c.OutLimit = max(c.Req.MaxTokens, c.WireMax)
 	amount, ok := TokenCost(m.Price, c.Estimated, 0, 0, c.HoldMax)
 	if !ok {
 		// Beyond the largest amount: more than any balance can be.

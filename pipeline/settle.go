@@ -12,8 +12,9 @@ import (
 // settle works out what the call cost and how it ended: actual usage times
 // the model's prices (the cached rate for cached input), or, when the
 // upstream reported no usage, the pre-charge input estimate and output
-// estimated from the characters emitted. It never gates again: the charge may
-// exceed the hold. The log stage commits it.
+// estimated from the characters emitted; output past the limit sent
+// upstream is not billed. It never gates again: the charge may exceed the
+// hold. The log stage commits it.
 type settleStage struct {
 	log hclog.Logger
 }
@@ -51,8 +52,13 @@ func (s settleStage) Finish(_ context.Context, c *Call) {
 		}
 		u.InputTokens = max(u.InputTokens, u.CachedTokens+u.CacheWriteTokens)
 		u.OutputTokens = max(u.OutputTokens, (c.OutputChars+3)/4)
-		c.Usage = u
 	}
+	if c.OutLimit > 0 && u.OutputTokens > c.OutLimit {
+		// Output past the limit sent upstream is never billed.
+		u.OutputTokens, u.ReasoningTokens = c.OutLimit, min(u.ReasoningTokens, c.OutLimit)
+		c.PastLimit = true
+	}
+	c.Usage = u
 	var ok bool
 	c.Charge, ok = TokenCost(c.Model.Price, u.InputTokens, u.CachedTokens, u.CacheWriteTokens, u.OutputTokens)
 	if !ok {

@@ -1,6 +1,10 @@
 package codec
 
-import "github.com/tollgate-gw/tollgate/core/protocol"
+import (
+	"strconv"
+
+	"github.com/tollgate-gw/tollgate/core/protocol"
+)
 
 // chat is the completions-style codec (POST /v1/chat/completions).
 type chat struct{}
@@ -412,21 +416,19 @@ func (chat) NewStream() Stream { return &chatStream{} }
 
 // chatStream tracks a completions stream: data chunks, then [DONE].
 type chatStream struct {
-	usage protocol.Usage
-	chars int64
-	done  bool
+	usage       protocol.Usage
+	chars       int64
+	done        bool
+	broken      bool
+	id, created string // raw values of the first chunk, for a stop
 }
 
 func (st *chatStream) Observe(ev protocol.Event) bool {
 	s := str(ev.Data)
-	i := skipWS(s, 0)
-	if i >= len(s) {
-		return true
-	}
-	if s[i] != '{' {
-		if isDone(s[i:]) {
-			st.done = true
-		}
+	i, bad := eventObject(ev.Data)
+	if i < 0 {
+		st.broken = st.broken || bad
+		st.done = st.done || !bad && isDone(s[skipWS(s, 0):])
 		return true
 	}
 	nChoices, hasUsage := 0, false
@@ -458,9 +460,47 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 				st.usage = chatUsage(raw)
 				hasUsage = true
 			}
+		case "id":
+			if st.id == "" && isString(raw) {
+				st.id = keep(raw)
+			}
+		case "created":
+			if st.created == "" && isNumber(raw) {
+				st.created = keep(raw)
+			}
 		}
 	}
 	return !(hasUsage && nChoices == 0)
+}
+
+// Stop ends the stream as a completions stream stopped by max tokens: a
+// chunk with finish_reason "length", the usage chunk when the client
+// asked for it, then [DONE].
+func (st *chatStream) Stop(o StopOptions, emit func(protocol.Event) error) error {
+	w := stopWriter{emit: emit}
+	head := func() []byte {
+		b := append(w.b[:0], `{"id":`...)
+		b = rawOr(b, st.id, "chatcmpl-"+o.RequestID)
+		b = append(b, `,"object":"chat.completion.chunk","created":`...)
+		b = numOr(b, st.created, o.Created.Unix())
+		b = append(b, `,"model":`...)
+		return append(appendQuoted(b, o.Model), ',')
+	}
+	w.send("", append(head(), `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`...))
+	if o.IncludeUsage {
+		u := o.Usage
+		b := append(head(), `"choices":[],"usage":{"prompt_tokens":`...)
+		b = strconv.AppendInt(b, u.InputTokens, 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, u.OutputTokens, 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, u.InputTokens+u.OutputTokens, 10)
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, u.CachedTokens, 10)
+		w.send("", append(b, `}}}`...))
+	}
+	w.send("", []byte("[DONE]"))
+	return w.err
 }
 
 // isDone reports whether s is the [DONE] sentinel (trailing spaces allowed).
@@ -472,3 +512,4 @@ func isDone(s string) bool {
 func (st *chatStream) Usage() protocol.Usage { return st.usage }
 func (st *chatStream) OutputChars() int64    { return st.chars }
 func (st *chatStream) Complete() bool        { return st.done }
+func (st *chatStream) Broken() bool          { return st.broken }

@@ -78,6 +78,14 @@ type Stream interface {
 	OutputChars() int64
 	// Complete reports whether the protocol's proper end was seen.
 	Complete() bool
+	// Broken reports that an event did not parse (its data is not the
+	// JSON object the protocol sends): the stream cannot go on.
+	Broken() bool
+	// Stop emits the events that end the client's stream as the protocol
+	// ends a stop at max tokens, as though the last event observed had
+	// not been sent: the gateway stops an upstream that runs past the
+	// limit it sent there.
+	Stop(o StopOptions, emit func(protocol.Event) error) error
 }
 
 var (

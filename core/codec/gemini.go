@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -353,17 +354,20 @@ func (gemini) NewStream() Stream { return &gemStream{} }
 // is a GenerateContentResponse with cumulative usageMetadata; the last
 // carries a finishReason. A prompt blocked by promptFeedback ends it too.
 type gemStream struct {
-	usage protocol.Usage
-	chars int64
-	done  bool
+	usage  protocol.Usage
+	chars  int64
+	done   bool
+	broken bool
+	respID string // the first chunk's responseId, raw, for a stop
 }
 
 func (st *gemStream) Observe(ev protocol.Event) bool {
-	s := str(ev.Data)
-	i := skipWS(s, 0)
-	if i >= len(s) || s[i] != '{' {
+	i, bad := eventObject(ev.Data)
+	if i < 0 {
+		st.broken = st.broken || bad
 		return true
 	}
+	s := str(ev.Data)
 	it := members(s, i)
 	for {
 		k, vs, ve, ok := it.next()
@@ -386,10 +390,39 @@ func (st *gemStream) Observe(ev protocol.Event) bool {
 					st.done = true
 				}
 			}
+		case "responseId":
+			if st.respID == "" && isString(raw) {
+				st.respID = keep(raw)
+			}
 		}
 	}
+}
+
+// Stop ends the stream as a generate-content stream stopped by max
+// tokens: a last chunk with finishReason MAX_TOKENS and the usage.
+func (st *gemStream) Stop(o StopOptions, emit func(protocol.Event) error) error {
+	w := stopWriter{emit: emit}
+	u := o.Usage
+	b := append(w.b[:0], `{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"MAX_TOKENS","index":0}],"usageMetadata":{"promptTokenCount":`...)
+	b = strconv.AppendInt(b, u.InputTokens, 10)
+	b = append(b, `,"candidatesTokenCount":`...)
+	b = strconv.AppendInt(b, u.OutputTokens, 10)
+	b = append(b, `,"totalTokenCount":`...)
+	b = strconv.AppendInt(b, u.InputTokens+u.OutputTokens, 10)
+	if u.CachedTokens > 0 {
+		b = append(b, `,"cachedContentTokenCount":`...)
+		b = strconv.AppendInt(b, u.CachedTokens, 10)
+	}
+	b = append(b, `},"modelVersion":`...)
+	b = appendQuoted(b, o.Model)
+	if st.respID != "" {
+		b = append(append(b, `,"responseId":`...), st.respID...)
+	}
+	w.send("", append(b, '}'))
+	return w.err
 }
 
 func (st *gemStream) Usage() protocol.Usage { return st.usage }
 func (st *gemStream) OutputChars() int64    { return st.chars }
 func (st *gemStream) Complete() bool        { return st.done }
+func (st *gemStream) Broken() bool          { return st.broken }

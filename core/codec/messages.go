@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/tollgate-gw/tollgate/core/protocol"
@@ -402,24 +403,29 @@ func msgBlockChars(b string) int64 {
 
 func (messages) ErrorMessage(body []byte) string { return errorMessage(body) }
 
-func (messages) NewStream() Stream { return &msgStream{} }
-
 // msgStream tracks a messages-style stream. message_start carries the
 // input usage, message_delta the cumulative output (and possibly updated
 // input) usage; Reported is set by message_delta, the final count.
 type msgStream struct {
-	u     msgUsage
-	chars int64
-	done  bool
+	u      msgUsage
+	chars  int64
+	done   bool
+	broken bool
+	// The content block open now (index, -1 for none), and before the
+	// last event: a stop ends the stream as though that event was not sent.
+	open, last int64
 }
 
+func (messages) NewStream() Stream { return &msgStream{open: -1, last: -1} }
+
 func (st *msgStream) Observe(ev protocol.Event) bool {
-	s := str(ev.Data)
-	i := skipWS(s, 0)
-	if i >= len(s) || s[i] != '{' {
+	st.last = st.open
+	i, bad := eventObject(ev.Data)
+	if i < 0 {
+		st.broken = st.broken || bad
 		return true
 	}
-	s = s[i:]
+	s := str(ev.Data)[i:]
 	typ := ev.Name
 	if typ == "" {
 		typ = strValue(field(s, "type"))
@@ -440,9 +446,15 @@ func (st *msgStream) Observe(ev protocol.Event) bool {
 			st.chars += countChars(field(delta, "thinking"))
 		}
 	case "content_block_start":
+		st.open = -1
+		if n, ok := intValue(field(s, "index")); ok && n >= 0 {
+			st.open = n
+		}
 		if b := field(s, "content_block"); isObject(b) && strIs(field(b, "type"), "text") {
 			st.chars += countChars(field(b, "text"))
 		}
+	case "content_block_stop":
+		st.open = -1
 	case "message_start":
 		if m := field(s, "message"); isObject(m) {
 			if u := field(m, "usage"); isObject(u) {
@@ -460,6 +472,22 @@ func (st *msgStream) Observe(ev protocol.Event) bool {
 	return true
 }
 
+// Stop ends the stream as a messages stream stopped by max tokens: the
+// open content block closed, a message_delta with stop_reason
+// "max_tokens" and the output count, then message_stop.
+func (st *msgStream) Stop(o StopOptions, emit func(protocol.Event) error) error {
+	w := stopWriter{emit: emit}
+	if st.last >= 0 {
+		b := append(w.b[:0], `{"type":"content_block_stop","index":`...)
+		w.send("content_block_stop", append(strconv.AppendInt(b, st.last, 10), '}'))
+	}
+	b := append(w.b[:0], `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":`...)
+	w.send("message_delta", append(strconv.AppendInt(b, o.Usage.OutputTokens, 10), `}}`...))
+	w.send("message_stop", []byte(`{"type":"message_stop"}`))
+	return w.err
+}
+
 func (st *msgStream) Usage() protocol.Usage { return st.u.usage() }
 func (st *msgStream) OutputChars() int64    { return st.chars }
 func (st *msgStream) Complete() bool        { return st.done }
+func (st *msgStream) Broken() bool          { return st.broken }

@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"strconv"
+
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -279,29 +281,84 @@ func (responses) ErrorMessage(body []byte) string { return errorMessage(body) }
 func (responses) NewStream() Stream { return &respStream{} }
 
 // respStream tracks a responses-style stream: deltas count characters,
-// response.completed (or .incomplete, .failed) ends it with usage.
+// response.completed (or .incomplete, .failed) ends it with usage. For a
+// stop it keeps what the events that end a response repeat: the
+// response's id, the items done, and the open item with its text.
 type respStream struct {
-	usage protocol.Usage
-	chars int64
-	done  bool
+	usage       protocol.Usage
+	chars       int64
+	done        bool
+	broken      bool
+	events      int64  // events observed
+	seq0        int64  // the first event's sequence_number
+	id, created string // raw, from response.created
+	open, last  respItem
+	text        []byte // the open item's text or arguments (raw inside)
+	items       []byte // the items done, raw JSON, comma-separated
+}
+
+// respItem is the output item streaming; last is it before the last event,
+// with the lengths text and items had then.
+type respItem struct {
+	kind              byte   // 0 none, 'm' a message, 'f' a function call
+	id, callID, name  string // raw JSON strings
+	output, content   string // raw JSON numbers
+	textLen, itemsLen int
 }
 
 func (st *respStream) Observe(ev protocol.Event) bool {
-	s := str(ev.Data)
-	i := skipWS(s, 0)
-	if i >= len(s) || s[i] != '{' {
+	st.last = st.open
+	st.last.textLen, st.last.itemsLen = len(st.text), len(st.items)
+	i, bad := eventObject(ev.Data)
+	if i < 0 {
+		st.broken = st.broken || bad
 		return true
 	}
-	s = s[i:]
+	s := str(ev.Data)[i:]
+	st.events++
+	if st.events == 1 {
+		st.seq0, _ = intValue(field(s, "sequence_number"))
+	}
 	typ := ev.Name
 	if typ == "" {
 		typ = strValue(field(s, "type"))
 	}
 	switch typ {
-	case "response.output_text.delta", "response.function_call_arguments.delta",
-		"response.reasoning_summary_text.delta", "response.reasoning_text.delta",
+	case "response.output_text.delta", "response.function_call_arguments.delta":
+		d := field(s, "delta")
+		st.chars += countChars(d)
+		if isString(d) && st.open.kind != 0 {
+			st.text = append(st.text, d[1:len(d)-1]...)
+		}
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
 		"response.refusal.delta", "response.custom_tool_call_input.delta":
 		st.chars += countChars(field(s, "delta"))
+	case "response.created":
+		if r := field(s, "response"); isObject(r) && st.id == "" {
+			st.id, st.created = keep(field(r, "id")), keep(field(r, "created_at"))
+		}
+	case "response.output_item.added":
+		st.open, st.text = respItem{}, st.text[:0]
+		item := field(s, "item")
+		switch typ := field(item, "type"); {
+		case strIs(typ, "message"):
+			st.open = respItem{kind: 'm', id: keep(field(item, "id")), output: keep(field(s, "output_index")), content: "0"}
+		case strIs(typ, "function_call"):
+			st.open = respItem{kind: 'f', id: keep(field(item, "id")), output: keep(field(s, "output_index")),
+				callID: keep(field(item, "call_id")), name: keep(field(item, "name"))}
+		}
+	case "response.content_part.added":
+		if c := field(s, "content_index"); isNumber(c) && st.open.kind == 'm' {
+			st.open.content = keep(c)
+		}
+	case "response.output_item.done":
+		if item := field(s, "item"); isObject(item) {
+			if len(st.items) > 0 {
+				st.items = append(st.items, ',')
+			}
+			st.items = append(st.items, item...)
+		}
+		st.open, st.text = respItem{}, st.text[:0]
 	case "response.completed", "response.incomplete", "response.failed":
 		st.done = true
 		if resp := field(s, "response"); isObject(resp) {
@@ -313,6 +370,94 @@ func (st *respStream) Observe(ev protocol.Event) bool {
 	return true
 }
 
+// Stop ends the stream as a responses stream stopped by
+// max_output_tokens: the open item's done events (status incomplete),
+// then response.incomplete with every item and the usage.
+func (st *respStream) Stop(o StopOptions, emit func(protocol.Event) error) error {
+	w := stopWriter{emit: emit}
+	it := st.last
+	text, items := st.text[:it.textLen], st.items[:it.itemsLen]
+	seq := st.seq0 + st.events - 1 // the number of the event not sent
+	event := func(typ string) []byte {
+		b := append(w.b[:0], `{"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `","sequence_number":`...)
+		b = strconv.AppendInt(b, seq, 10)
+		seq++
+		return b
+	}
+	ref := func(b []byte) []byte {
+		b = append(b, `,"item_id":`...)
+		b = rawOr(b, it.id, "")
+		b = append(b, `,"output_index":`...)
+		return numOr(b, it.output, 0)
+	}
+	var item []byte
+	switch it.kind {
+	case 'm':
+		part := func(b []byte) []byte {
+			b = append(b, `{"type":"output_text","text":"`...)
+			b = append(b, text...)
+			return append(b, `","annotations":[],"logprobs":[]}`...)
+		}
+		b := ref(event("response.output_text.done"))
+		b = append(append(b, `,"content_index":`...), it.content...)
+		b = append(b, `,"text":"`...)
+		w.send("response.output_text.done", append(append(b, text...), `","logprobs":[]}`...))
+		b = ref(event("response.content_part.done"))
+		b = append(append(b, `,"content_index":`...), it.content...)
+		w.send("response.content_part.done", append(part(append(b, `,"part":`...)), '}'))
+		item = append(item, `{"id":`...)
+		item = rawOr(item, it.id, "")
+		item = part(append(item, `,"type":"message","status":"incomplete","role":"assistant","content":[`...))
+		item = append(item, "]}"...)
+	case 'f':
+		b := ref(event("response.function_call_arguments.done"))
+		b = append(b, `,"arguments":"`...)
+		w.send("response.function_call_arguments.done", append(append(b, text...), `"}`...))
+		item = append(item, `{"id":`...)
+		item = rawOr(item, it.id, "")
+		item = append(item, `,"type":"function_call","status":"incomplete","call_id":`...)
+		item = rawOr(item, it.callID, "")
+		item = append(item, `,"name":`...)
+		item = rawOr(item, it.name, "")
+		item = append(item, `,"arguments":"`...)
+		item = append(append(item, text...), `"}`...)
+	}
+	if item != nil {
+		b := append(event("response.output_item.done"), `,"output_index":`...)
+		b = numOr(b, it.output, 0)
+		w.send("response.output_item.done", append(append(append(b, `,"item":`...), item...), '}'))
+	}
+	u := o.Usage
+	b := append(event("response.incomplete"), `,"response":{"id":`...)
+	b = rawOr(b, st.id, "resp_"+o.RequestID)
+	b = append(b, `,"object":"response","created_at":`...)
+	b = numOr(b, st.created, o.Created.Unix())
+	b = append(b, `,"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":`...)
+	b = appendQuoted(b, o.Model)
+	b = append(append(b, `,"output":[`...), items...)
+	if item != nil {
+		if len(items) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, item...)
+	}
+	b = append(b, `],"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, u.InputTokens, 10)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, u.CachedTokens, 10)
+	b = append(b, `},"output_tokens":`...)
+	b = strconv.AppendInt(b, u.OutputTokens, 10)
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
+	b = strconv.AppendInt(b, u.ReasoningTokens, 10)
+	b = append(b, `},"total_tokens":`...)
+	b = strconv.AppendInt(b, u.InputTokens+u.OutputTokens, 10)
+	w.send("response.incomplete", append(b, `}}}`...))
+	return w.err
+}
+
 func (st *respStream) Usage() protocol.Usage { return st.usage }
 func (st *respStream) OutputChars() int64    { return st.chars }
 func (st *respStream) Complete() bool        { return st.done }
+func (st *respStream) Broken() bool          { return st.broken }

@@ -61,6 +61,10 @@ type Stream interface {
 	// client protocol still needs (final usage, terminator). After an
 	// upstream failure it is not called, so the client sees no terminator.
 	End(emit func(protocol.Event) error) error
+	// Stop ends the client's stream as its protocol ends a stop at max
+	// tokens, reporting usage u: the gateway stops an upstream that runs
+	// past the limit it sent there. Neither Event nor End follows.
+	Stop(u protocol.Usage, emit func(protocol.Event) error) error
 }
 
 // side is one protocol's half of every pair it is part of.
@@ -147,6 +151,15 @@ func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) e
 
 func (s *pairStream) End(emit func(protocol.Event) error) error {
 	s.w.setEmit(emit)
+	return s.w.end()
+}
+
+func (s *pairStream) Stop(u protocol.Usage, emit func(protocol.Event) error) error {
+	s.w.setEmit(emit)
+	s.w.setUsage(usageOf(u))
+	if err := s.w.finish(finishLength); err != nil {
+		return err
+	}
 	return s.w.end()
 }
 
