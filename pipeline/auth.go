@@ -216,5 +216,11 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		}
 		c.Defer(release)
 	}
+	if read := c.ReadBody; read != nil {
+		// The key is known: only now is the body read (a refusal of it is
+		// the call's, logged as such by the stages that need the body).
+		c.ReadBody = nil
+		c.Body, c.BodyErr = read()
+	}
 	return nil
 }

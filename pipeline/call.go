@@ -43,6 +43,10 @@ type Call struct {
 	// BodyErr is why the body could not be read (too large, cut off); the
 	// call is refused with it after authentication, so it is logged.
 	BodyErr error
+	// ReadBody reads the body; the auth stage calls it once the key on
+	// the headers is known, so no body is read for a request without one.
+	// nil: Body is already there.
+	ReadBody func() ([]byte, error)
 
 	// ModelID is the model as the client named it (body, or URL path for
 	// generate-content); StreamPath is true for :streamGenerateContent.
@@ -72,6 +76,9 @@ type Call struct {
 	HoldMax   int64 // output tokens the hold covers
 	WireMax   int64 // max tokens sent upstream when the client omitted them (0 = client's own)
 	Estimated int64 // input token estimate
+	// OutLimit is the output limit sent upstream: the client's max
+	// tokens, or the model ceiling sent when it gave none (0 = none).
+	OutLimit int64
 
 	// Set by translate.
 	Route *Route
@@ -87,7 +94,10 @@ type Call struct {
 	// UpstreamTime is the time spent in upstream attempts, all of them.
 	UpstreamTime time.Duration
 	UpstreamErr  string // error detail for the row, redacted later
-	response     *pendingResponse
+	// PastLimit: the upstream ran past OutLimit; its output was stopped
+	// and is billed at the limit.
+	PastLimit bool
+	response  *pendingResponse
 
 	// Set by idempotency when it replayed a kept answer: the request id
 	// of the call that produced it. The rest of the chain does not run;
@@ -178,7 +188,8 @@ func (c *Call) flushResponse() {
 }
 
 // ResponseWriter wraps the client's writer to know whether the response has
-// started and whether the client is still there.
+// started and whether the client is still there. With a write timeout, a
+// client that takes no byte for that long is dropped (writedeadline.go).
 type ResponseWriter struct {
 	http.ResponseWriter
 	status    int
@@ -190,6 +201,7 @@ type ResponseWriter struct {
 	// whitespace; the body follows (job.go).
 	keptAlive bool
 	stopAlive func()
+	deadline  *writeDeadline // nil: no write timeout
 }
 
 // NewResponseWriter wraps w.
@@ -215,6 +227,7 @@ func (w *ResponseWriter) WriteHeader(status int) {
 	}
 	w.status = status
 	w.firstByte = time.Now()
+	w.deadline.refresh(w.firstByte)
 	if w.capture != nil {
 		w.capture.start(w.Header())
 	}
@@ -224,6 +237,8 @@ func (w *ResponseWriter) WriteHeader(status int) {
 func (w *ResponseWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
+	} else if len(b) >= bigWrite {
+		w.deadline.refresh(time.Now())
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.written += int64(n)
@@ -238,6 +253,7 @@ func (w *ResponseWriter) Write(b []byte) (int, error) {
 
 // Flush sends buffered data to the client.
 func (w *ResponseWriter) Flush() {
+	w.deadline.refresh(time.Now())
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -96,6 +96,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
+	defer c.W.Bound(ctx)() // a client that reads nothing does not outlast the call
 	timeout := modelTimeout
 
 	var last, unfit error
@@ -362,7 +363,7 @@ func (s *dispatchStage) failure(ctx context.Context, c *Call, err error) (outcom
 		return retry, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached: "+s.red.Redact(f.Message))
 	default:
 		return retry, &apierr.Error{Status: 502, Code: apierr.UpstreamError, Type: "api_error",
-			Message: "the upstream broke off its answer: " + s.red.Redact(f.Message)}
+			Message: "the upstream failed: " + s.red.Redact(f.Message)}
 	}
 }
 
@@ -393,13 +394,22 @@ func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req
 	if resp.Status < 200 || resp.Status > 299 {
 		return s.upstreamStatus(c, resp.Status, resp.Headers, resp.Body)
 	}
+	if !codec.ValidObject(resp.Body) {
+		return retry, brokenAnswer()
+	}
 	up := codec.For(c.Route.Protocol)
 	c.Usage = up.Usage(resp.Body)
-	body := resp.Body
-	if tr := c.Route.Translator; tr == nil {
+	c.OutputChars = up.OutputChars(resp.Body)
+	body, cut, err := cutAnswer(c, resp.Body)
+	switch tr := c.Route.Translator; {
+	case cut:
+		if err != nil {
+			return done, apierr.As(err)
+		}
+	case tr == nil:
 		// Issue 17: the client sees the gateway's model id, not the upstream's.
-		body = codec.NewModelNamer(c.Route.Protocol, c.ModelID).Answer(body)
-	} else {
+		body = codec.NewModelNamer(c.Route.Protocol, c.ModelID).Answer(resp.Body)
+	default:
 		body, err = tr.Response(resp.Body, c.responseOptions())
 		if err != nil {
 			// A failed answer in a 200 is the upstream's error; anything
@@ -420,6 +430,8 @@ func (c *Call) responseOptions() translate.ResponseOptions {
 
 // relay is the vendor.Sink of a streaming call: it writes each upstream
 // event to the client as it comes, translated when needed, and tracks usage.
+// It stops the upstream at the output limit sent there (outlimit.go) and
+// ends the stream at an event that does not parse.
 type relay struct {
 	c         *Call
 	red       *redact.Redactor
@@ -429,6 +441,8 @@ type relay struct {
 	head      vendor.Head
 	started   bool
 	keepUsage bool
+	stopped   bool              // ended at the output limit
+	broken    bool              // ended at an event that does not parse
 	namer     *codec.ModelNamer // native streams: the gateway's model id
 }
 
@@ -446,29 +460,36 @@ func (r *relay) Head(h vendor.Head) error {
 }
 
 func (r *relay) Event(ev vendor.Event) error {
-	if err := r.add(ev); err != nil {
-		return err
-	}
+	err := r.add(ev)
 	r.out.Flush()
-	return nil
+	return err
 }
 
 // Events writes events that arrived together and flushes once.
 func (r *relay) Events(evs []vendor.Event) error {
+	var err error
 	for _, ev := range evs {
-		if err := r.add(ev); err != nil {
-			return err
+		if err = r.add(ev); err != nil {
+			break
 		}
 	}
 	r.out.Flush()
-	return nil
+	return err
 }
 
 // add tracks one upstream event and writes what the client gets of it,
 // unflushed.
 func (r *relay) add(ev vendor.Event) error {
 	pe := protocol.Event{Name: ev.Name, Data: ev.Data}
+	chars := r.track.OutputChars()
 	keep := r.track.Observe(pe)
+	if r.track.Broken() {
+		r.broken = true
+		return errBroken
+	}
+	if r.track.OutputChars() > chars && pastLimit(r.c.OutLimit, r.track.OutputChars(), r.track.Usage().OutputTokens) {
+		return r.stop()
+	}
 	if r.tr != nil {
 		// A translated error event carries the upstream's message too:
 		// it is masked before the translator reads it.
@@ -506,6 +527,12 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 	err := v.ChatStream(ctx, req, rl)
 	c.Usage = rl.track.Usage()
 	c.OutputChars = rl.track.OutputChars()
+	switch {
+	case rl.stopped && !c.W.ClientGone():
+		return done, nil // ended at the limit as the protocol ends a stop at max tokens
+	case rl.broken && !c.W.ClientGone():
+		return done, brokenStream()
+	}
 	if !rl.started {
 		if err != nil {
 			return s.failure(ctx, c, err)

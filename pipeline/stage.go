@@ -300,6 +300,9 @@ func (ch *Chain) Run(ctx context.Context, c *Call) {
 	for i := len(c.deferred) - 1; i >= 0; i-- {
 		c.deferred[i]()
 	}
+	if c.W != nil {
+		c.W.deadline.clear()
+	}
 	if ch.obs != nil {
 		ch.obs.CallDone(c)
 	}

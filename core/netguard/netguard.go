@@ -17,17 +17,64 @@ import (
 )
 
 // ErrPrivate is what the dialler refuses a private address with.
-var ErrPrivate = errors.New("the URL points to a private, loopback or link-local address")
+var ErrPrivate = errors.New("the URL points to a private, loopback, link-local or special-purpose address")
 
-// cgnat is the shared address space (RFC 6598), private in practice.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+// special are the ranges of the IANA special-purpose address registries
+// (RFC 6890 and its updates) that are not globally reachable, and those
+// that embed another address (NAT64, 6to4, Teredo, IPv4-compatible and
+// IPv4-translated IPv6), which could name a private one.
+var special = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
+		"::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+		"100:0:0:1::/64", "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16",
+		"fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
 
-// PrivateAddr reports whether ip is not a public unicast address.
+// PrivateAddr reports whether ip is not a public unicast address: a
+// private, loopback, link-local, multicast or other special-purpose one.
 func PrivateAddr(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	return !ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || cgnat.Contains(ip)
+	if !ip.IsValid() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() ||
+		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return true
+	}
+	for _, p := range special {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRedirect is the redirect policy of URLs the gateway is handed: at
+// most five, each within http(s) and dialled through the same check, and
+// none carrying a credential: the URL's userinfo and the Authorization,
+// Proxy-Authorization and Cookie headers are dropped; to another host,
+// every header the first request carried is (an upstream's credentials go
+// to the upstream only).
+func CheckRedirect(r *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("too many redirects")
+	}
+	if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
+		return errors.New("a redirect left http(s)")
+	}
+	r.URL.User = nil
+	if r.URL.Host != via[0].URL.Host {
+		r.Header = http.Header{"User-Agent": via[0].Header["User-Agent"]}
+	}
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie"} {
+		r.Header.Del(h)
+	}
+	return nil
 }
 
 // Dialer is a dialler that refuses private addresses unless allowPrivate.
@@ -46,10 +93,8 @@ func Dialer(allowPrivate bool) *net.Dialer {
 }
 
 // Client is an HTTP client for URLs the gateway is handed: no proxy (the
-// check must see the address the bytes come from), at most five
-// redirects, each within http(s), and a redirect to another host drops
-// every header the first request carried (an upstream's credentials go
-// to the upstream only).
+// check must see the address the bytes come from), redirects as
+// CheckRedirect says.
 func Client(allowPrivate bool) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
@@ -57,17 +102,6 @@ func Client(allowPrivate bool) *http.Client {
 			MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
 			ResponseHeaderTimeout: 60 * time.Second,
 		},
-		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("too many redirects")
-			}
-			if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
-				return errors.New("a redirect left http(s)")
-			}
-			if r.URL.Host != via[0].URL.Host {
-				r.Header = http.Header{"User-Agent": via[0].Header["User-Agent"]}
-			}
-			return nil
-		},
+		CheckRedirect: CheckRedirect,
 	}
 }

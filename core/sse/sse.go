@@ -4,6 +4,8 @@ package sse
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -16,7 +18,24 @@ type Reader struct {
 	br   *bufio.Reader
 	data []byte
 	name []byte
+	max  int // bytes an event (or one line) may hold; 0 = no cap
 }
+
+// DefaultMaxEvent is the cap the gateway's relays read events with unless
+// the config sets another (server { max_event_size }).
+const DefaultMaxEvent = 16 << 20
+
+// ErrEventTooLarge is returned by Next for an event or line past the cap.
+var ErrEventTooLarge = errors.New("sse: event too large")
+
+// tooLarge is the error of an event past a cap of max bytes.
+func tooLarge(max int) error {
+	return fmt.Errorf("%w: more than %d bytes", ErrEventTooLarge, max)
+}
+
+// SetMaxEvent caps the bytes one event, or one line, may hold: Next fails
+// with ErrEventTooLarge past it instead of growing without bound.
+func (r *Reader) SetMaxEvent(n int) { r.max = n }
 
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
@@ -33,9 +52,12 @@ func (r *Reader) Next() (protocol.Event, error) {
 	for {
 		line, err := r.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: gather it whole.
+			// A line longer than the buffer: gather it whole, up to the cap.
 			long := append([]byte(nil), line...)
 			for err == bufio.ErrBufferFull {
+				if r.max > 0 && len(long) > r.max {
+					return protocol.Event{}, tooLarge(r.max)
+				}
 				line, err = r.br.ReadSlice('\n')
 				long = append(long, line...)
 			}
@@ -66,6 +88,9 @@ func (r *Reader) Next() (protocol.Event, error) {
 			}
 			switch string(field) {
 			case "data":
+				if r.max > 0 && len(r.data)+len(value) > r.max {
+					return protocol.Event{}, tooLarge(r.max)
+				}
 				if hasData {
 					r.data = append(r.data, '\n')
 				}

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -99,3 +100,39 @@ type flushCounter struct {
 
 func (f *flushCounter) Write(b []byte) (int, error) { return f.w.Write(b) }
 func (f *flushCounter) Flush()                      { f.n++ }
+
+// endless is an SSE stream of one data line that never ends.
+type endless struct{ started bool }
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := 0
+	if !e.started {
+		e.started = true
+		n = copy(p, "data: ")
+	}
+	for i := n; i < len(p); i++ {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+func TestReaderCapsAnEvent(t *testing.T) {
+	const max = 1 << 20
+	r := NewReader(&endless{})
+	r.SetMaxEvent(max)
+	if _, err := r.Next(); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("one endless line: got %v, want ErrEventTooLarge", err)
+	}
+	// Many short data lines of one event add up to the cap too.
+	r = NewReader(strings.NewReader(strings.Repeat("data: "+strings.Repeat("y", 1000)+"\n", 2000) + "\n"))
+	r.SetMaxEvent(max)
+	if _, err := r.Next(); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("many lines: got %v, want ErrEventTooLarge", err)
+	}
+	// Under the cap, nothing changes.
+	r = NewReader(strings.NewReader("data: " + strings.Repeat("z", max-10) + "\n\n"))
+	r.SetMaxEvent(max)
+	if ev, err := r.Next(); err != nil || len(ev.Data) != max-10 {
+		t.Fatalf("under the cap: %d bytes, %v", len(ev.Data), err)
+	}
+}

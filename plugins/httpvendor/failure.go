@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-gw/tollgate/core/sse"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -54,6 +55,9 @@ func classify(ctx context.Context, err error, req *vendor.ChatRequest) *vendor.F
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
+	}
+	if errors.Is(err, sse.ErrEventTooLarge) {
+		return &vendor.Failure{Kind: vendor.FailureBroken, Message: "the upstream sent a stream event larger than the cap (" + err.Error() + ")"}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return &vendor.Failure{Kind: vendor.FailureBroken, Message: "the upstream cut its answer mid-event"}

@@ -35,23 +35,23 @@ func newFetchClient(allowPrivate bool) *http.Client {
 			DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 64, MaxIdleConnsPerHost: 4,
 			IdleConnTimeout: 30 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
 		},
-		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("too many redirects")
-			}
-			if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
-				return errors.New("a redirect left http(s)")
-			}
-			return nil
-		},
+		CheckRedirect: netguard.CheckRedirect,
 	}
 }
 
-// FetchError is why a client's URL could not be fetched; its message is
-// meant for the client.
-type FetchError struct{ Reason string }
+// FetchError is why a client's URL could not be fetched. Reason, its
+// message, is meant for the client: one text for every refusal and
+// failure once a request could be made, so that a client cannot tell a
+// closed port from a refused address or an error status (and scan the
+// network behind the gateway with it). Detail is for the operator's logs.
+type FetchError struct{ Reason, Detail string }
 
 func (e *FetchError) Error() string { return e.Reason }
+
+// fetchFailed is the one reason given for a fetch that was tried.
+const fetchFailed = "it gave no usable answer (the gateway fetches public http(s) URLs that answer 2xx within the size limit)"
+
+func failedFetch(detail string) *FetchError { return &FetchError{Reason: fetchFailed, Detail: detail} }
 
 // Fetch gets a URL a client handed over, at most limit bytes, honouring
 // the configured private-address policy. It returns the body and its
@@ -64,7 +64,7 @@ func (v *Vendor) Fetch(ctx context.Context, rawURL string, limit int64) ([]byte,
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil || hr.URL.Scheme != "http" && hr.URL.Scheme != "https" {
-		return nil, "", &FetchError{Reason: "not an http(s) URL"}
+		return nil, "", &FetchError{Reason: "not an http(s) URL", Detail: "not an http(s) URL"}
 	}
 	hr.Header["User-Agent"] = v.ua
 	resp, err := hc.Do(hr)
@@ -73,23 +73,23 @@ func (v *Vendor) Fetch(ctx context.Context, rawURL string, limit int64) ([]byte,
 			return nil, "", classify(ctx, err, &timingNone)
 		}
 		if errors.Is(err, errPrivate) {
-			return nil, "", &FetchError{Reason: errPrivate.Error()}
+			return nil, "", failedFetch(errPrivate.Error())
 		}
-		return nil, "", &FetchError{Reason: "unreachable (" + classify(ctx, err, &timingNone).Message + ")"}
+		return nil, "", failedFetch("unreachable (" + classify(ctx, err, &timingNone).Message + ")")
 	}
 	defer resp.Body.Close()
 	if !ok2xx(resp.StatusCode) {
-		return nil, "", &FetchError{Reason: "it answered HTTP " + strconv.Itoa(resp.StatusCode)}
+		return nil, "", failedFetch("it answered HTTP " + strconv.Itoa(resp.StatusCode))
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", classify(ctx, err, &timingNone)
 		}
-		return nil, "", &FetchError{Reason: "its answer broke off"}
+		return nil, "", failedFetch("its answer broke off")
 	}
 	if int64(len(b)) > limit {
-		return nil, "", &FetchError{Reason: fmt.Sprintf("it is larger than %d bytes", limit)}
+		return nil, "", failedFetch(fmt.Sprintf("it is larger than %d bytes", limit))
 	}
 	return b, resp.Header.Get("Content-Type"), nil
 }

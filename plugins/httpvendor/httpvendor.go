@@ -3,12 +3,14 @@ package httpvendor
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +57,7 @@ type Vendor struct {
 	// Fetching client URLs (fetch.go): with and without private targets.
 	fetchPublic, fetchAny *http.Client
 	allowPrivate          atomic.Bool
+	maxEvent              atomic.Int64 // bytes an upstream SSE event may hold
 }
 
 // timingNone names no timeout in classify's messages.
@@ -64,7 +67,7 @@ var timingNone vendor.ChatRequest
 func New(spec Spec) *Vendor {
 	v := &Vendor{
 		spec:        spec,
-		hc:          &http.Client{Transport: NewTransport()},
+		hc:          NewClient(NewTransport()),
 		ua:          []string{"tollgate-plugin-" + spec.Description.Name + "/" + spec.Description.Version},
 		fetchPublic: newFetchClient(false),
 		fetchAny:    newFetchClient(true),
@@ -93,6 +96,22 @@ func NewTransport() *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 	}
+}
+
+// NewClient is the client of vendor calls. It never follows a redirect: a
+// channel's base URL is the operator's, and a 3xx from it is an upstream
+// error (RedirectFailure), so the channel's key and the call's body never
+// go to another host.
+func NewClient(t http.RoundTripper) *http.Client {
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+// RedirectFailure is the failure of a vendor call answered with a 3xx.
+func RedirectFailure(status int) *vendor.Failure {
+	return &vendor.Failure{Kind: vendor.FailureBroken,
+		Message: "the upstream answered with a redirect (HTTP " + strconv.Itoa(status) + "), which vendor calls never follow"}
 }
 
 // Describe reports the vendor's description.
@@ -128,6 +147,7 @@ func (v *Vendor) Configure(_ context.Context, cfg vendor.Config) error {
 	}
 	v.routes.Store(&routes)
 	v.allowPrivate.Store(cfg.AllowPrivateURLs)
+	v.maxEvent.Store(cmp.Or(cfg.MaxEventBytes, sse.DefaultMaxEvent))
 	return nil
 }
 
@@ -139,6 +159,7 @@ var (
 	ctJSON     = []string{"application/json"}
 	acceptSSE  = []string{"text/event-stream"}
 	acceptJSON = []string{"application/json"}
+	identity   = []string{"identity"}
 )
 
 func (v *Vendor) newRequest(ctx context.Context, req *vendor.ChatRequest, stream bool) (*http.Request, error) {
@@ -154,6 +175,7 @@ func (v *Vendor) newRequest(ctx context.Context, req *vendor.ChatRequest, stream
 		h["Accept"] = acceptJSON
 	}
 	h["User-Agent"] = v.ua
+	h["Accept-Encoding"] = identity // compressed answers are not asked for (decode.go)
 	forwardTrace(h, req.Headers)
 	target, err := r.Build(req, h)
 	if err != nil {
@@ -202,14 +224,22 @@ func (v *Vendor) Chat(ctx context.Context, req *vendor.ChatRequest) (*vendor.Cha
 		return nil, classify(ctx, err, req)
 	}
 	defer resp.Body.Close()
+	if redirect(resp.StatusCode) {
+		return nil, RedirectFailure(resp.StatusCode)
+	}
 	return answer(ctx, resp, MaxBody, req)
 }
+
+func redirect(status int) bool { return status >= 300 && status <= 399 }
 
 // answer reads a non-streaming answer: a 2xx body up to limit, another
 // status's error body up to MaxErrorBody (cut there). timing names the
 // call's timeouts in a failure's message.
 func answer(ctx context.Context, resp *http.Response, limit int64, timing *vendor.ChatRequest) (*vendor.ChatResponse, error) {
 	out := &vendor.ChatResponse{Status: resp.StatusCode, Headers: selectHeaders(resp.Header)}
+	if f := decode(resp); f != nil {
+		return nil, f
+	}
 	var err error
 	if ok2xx(resp.StatusCode) {
 		out.Body, err = readBody(resp, limit, false)
@@ -251,6 +281,12 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 		return classify(ctx, err, req)
 	}
 	defer resp.Body.Close()
+	if redirect(resp.StatusCode) {
+		return RedirectFailure(resp.StatusCode)
+	}
+	if f := decode(resp); f != nil {
+		return f
+	}
 	head := vendor.Head{Status: resp.StatusCode, Headers: selectHeaders(resp.Header)}
 	if !ok2xx(resp.StatusCode) {
 		if head.Body, err = readBody(resp, MaxErrorBody, true); err != nil {
@@ -280,6 +316,7 @@ func (v *Vendor) ChatStream(ctx context.Context, req *vendor.ChatRequest, sink v
 		bufPool.Put(br)
 	}()
 	rd := sse.NewReader(br) // takes br as is: it is already big enough
+	rd.SetMaxEvent(int(cmp.Or(v.maxEvent.Load(), sse.DefaultMaxEvent)))
 	// Events that arrived together go to the sink together (one frame to
 	// the host, one flush to the client); none waits for a later read.
 	batch := make([]vendor.Event, 0, 8)

@@ -65,6 +65,7 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 		h["Accept"] = []string{req.Accept}
 	}
 	h["User-Agent"] = v.ua
+	h["Accept-Encoding"] = identity
 	forwardTrace(h, req.Headers)
 	target, err := pr.BuildPath(req.Path, h)
 	if err != nil {
@@ -92,6 +93,9 @@ func (v *Vendor) Post(ctx context.Context, req *PostRequest) (*vendor.ChatRespon
 		return nil, classify(ctx, err, timing)
 	}
 	defer resp.Body.Close()
+	if redirect(resp.StatusCode) {
+		return nil, RedirectFailure(resp.StatusCode)
+	}
 	limit := req.MaxBody
 	if limit <= 0 {
 		limit = MaxBody

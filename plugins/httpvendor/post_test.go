@@ -90,6 +90,12 @@ func TestPrivateAddr(t *testing.T) {
 		"127.0.0.1": true, "10.1.2.3": true, "172.16.0.1": true, "192.168.1.1": true, "169.254.169.254": true,
 		"100.64.0.1": true, "0.0.0.0": true, "::1": true, "fe80::1": true, "fc00::1": true, "::ffff:127.0.0.1": true,
 		"224.0.0.1": true, "8.8.8.8": false, "2606:4700::1111": false, "100.128.0.1": false,
+		// The IANA special-purpose ranges, and IPv6 forms that embed an
+		// IPv4 address.
+		"192.0.0.8": true, "192.0.2.1": true, "198.18.0.1": true, "198.19.255.1": true, "198.51.100.1": true,
+		"203.0.113.9": true, "240.0.0.1": true, "255.255.255.255": true, "64:ff9b::a00:1": true,
+		"2002:a00:1::1": true, "::a00:1": true, "2001:db8::1": true, "2001::1": true, "::ffff:0:a00:1": true,
+		"192.0.3.1": false, "198.20.0.1": false, "203.0.114.1": false,
 	} {
 		if got := httpvendor.PrivateAddr(netip.MustParseAddr(addr)); got != private {
 			t.Errorf("%s: private %v, want %v", addr, got, private)
@@ -109,19 +115,32 @@ func TestFetch(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	fetchErr := func(err error) string {
+	fetchErr := func(err error) (reason, detail string) {
 		var fe *httpvendor.FetchError
 		if !errors.As(err, &fe) {
-			return "not a FetchError: " + errSafe(err)
+			return "not a FetchError: " + errSafe(err), ""
 		}
-		return fe.Reason
+		return fe.Reason, fe.Detail
+	}
+	// Every fetch that was tried fails with one reason, whatever the cause,
+	// so a client cannot scan ports through the gateway; the cause is in
+	// Detail, for the operator.
+	generic := ""
+	check := func(t *testing.T, err error, detail string) {
+		t.Helper()
+		reason, d := fetchErr(err)
+		if generic == "" {
+			generic = reason
+		}
+		if reason != generic || !strings.Contains(d, detail) {
+			t.Fatalf("reason %q (want the one generic reason %q), detail %q (want %q)", reason, generic, d, detail)
+		}
 	}
 	t.Run("private refused", func(t *testing.T) {
 		v := newPathVendor(t, up.URL, false)
 		for _, u := range []string{up.URL + "/img", strings.Replace(up.URL, "127.0.0.1", "localhost", 1) + "/img"} {
-			if _, _, err := v.Fetch(context.Background(), u, 100); !strings.Contains(fetchErr(err), "private") {
-				t.Fatalf("%s: %v", u, err)
-			}
+			_, _, err := v.Fetch(context.Background(), u, 100)
+			check(t, err, "private")
 		}
 		if n := len(up.Requests()); n != 0 {
 			t.Fatalf("%d requests reached the private address", n)
@@ -133,17 +152,34 @@ func TestFetch(t *testing.T) {
 		if err != nil || string(b) != "0123456789" || ct != "image/png" {
 			t.Fatalf("%q %q %v", b, ct, err)
 		}
-		if _, _, err := v.Fetch(context.Background(), up.URL+"/img", 5); !strings.Contains(fetchErr(err), "larger than 5 bytes") {
+		_, _, err = v.Fetch(context.Background(), up.URL+"/img", 5)
+		check(t, err, "larger than 5 bytes")
+		_, _, err = v.Fetch(context.Background(), up.URL+"/none", 100)
+		check(t, err, "HTTP 404")
+		_, _, err = v.Fetch(context.Background(), closedPort(t)+"/x", 100)
+		check(t, err, "unreachable")
+		if _, _, err := v.Fetch(context.Background(), "ftp://h/x", 100); !strings.Contains(errSafe(err), "http(s)") {
 			t.Fatalf("got %v", err)
 		}
-		if _, _, err := v.Fetch(context.Background(), up.URL+"/none", 100); !strings.Contains(fetchErr(err), "HTTP 404") {
-			t.Fatalf("got %v", err)
+	})
+	t.Run("a redirect carries no credentials", func(t *testing.T) {
+		other := vt.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("x")) })
+		hop := vt.NewUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, strings.Replace(other.URL, "http://", "http://user:pw@", 1)+"/img", http.StatusTemporaryRedirect)
+		})
+		v := newPathVendor(t, up.URL, true)
+		u := strings.Replace(hop.URL, "http://", "http://client:secret@", 1) + "/start"
+		if _, _, err := v.Fetch(context.Background(), u, 100); err != nil {
+			t.Fatal(err)
 		}
-		if _, _, err := v.Fetch(context.Background(), "ftp://h/x", 100); !strings.Contains(fetchErr(err), "http(s)") {
-			t.Fatalf("got %v", err)
+		reqs := other.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests reached the redirect's target", len(reqs))
 		}
-		if _, _, err := v.Fetch(context.Background(), closedPort(t)+"/x", 100); !strings.Contains(fetchErr(err), "unreachable") {
-			t.Fatalf("got %v", err)
+		for _, h := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+			if v := reqs[0].Header.Get(h); v != "" {
+				t.Errorf("the redirect carried %s: %q", h, v)
+			}
 		}
 	})
 }

@@ -203,7 +203,7 @@ func TestImagesReferenceFetching(t *testing.T) {
 		v, up := imagesVendor(t, false, nil)
 		for _, u := range []string{ref.URL + "/a.png", strings.Replace(ref.URL, "127.0.0.1", "localhost", 1) + "/a.png"} {
 			out := run(t, v, imageJob("gpt-image-1", "edits", `{"prompt":"p","image":"`+u+`"}`))
-			if out.State != vendor.JobFailed || out.Error.Status != 400 || !strings.Contains(out.Error.Message, "private") {
+			if out.State != vendor.JobFailed || out.Error.Status != 400 || !strings.Contains(out.Error.Message, "no usable answer") {
 				t.Fatalf("%s: %+v", u, out.Error)
 			}
 		}
@@ -220,7 +220,7 @@ func TestImagesReferenceFetching(t *testing.T) {
 		if _, files := multipartOf(t, up.last(t)); len(files) != 1 || files[0][2] != "image/png" {
 			t.Fatalf("%v", files)
 		}
-		for path, want := range map[string]string{"/gone.png": "answered HTTP 404", "/page": "is not a PNG"} {
+		for path, want := range map[string]string{"/gone.png": "no usable answer", "/page": "is not a PNG"} {
 			out := run(t, v, imageJob("gpt-image-1", "edits", `{"prompt":"p","image":"`+ref.URL+path+`"}`))
 			if out.State != vendor.JobFailed || out.Error.Status != 400 || !strings.Contains(out.Error.Message, want) {
 				t.Fatalf("%s: %+v", path, out.Error)

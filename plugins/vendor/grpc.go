@@ -110,7 +110,7 @@ func (s *grpcServer) Describe(ctx context.Context, _ *vendorv1.DescribeRequest) 
 }
 
 func (s *grpcServer) Configure(ctx context.Context, req *vendorv1.ConfigureRequest) (*vendorv1.ConfigureResponse, error) {
-	cfg := Config{Settings: req.GetSettings(), AllowPrivateURLs: req.GetAllowPrivateUrls()}
+	cfg := Config{Settings: req.GetSettings(), AllowPrivateURLs: req.GetAllowPrivateUrls(), MaxEventBytes: req.GetMaxEventBytes()}
 	for _, ch := range req.GetChannels() {
 		cfg.Channels = append(cfg.Channels, Channel{
 			Name: ch.GetName(), BaseURL: ch.GetBaseUrl(), APIKey: ch.GetApiKey(),
@@ -231,7 +231,7 @@ func (c *grpcClient) Describe(ctx context.Context) (Description, error) {
 }
 
 func (c *grpcClient) Configure(ctx context.Context, cfg Config) error {
-	req := &vendorv1.ConfigureRequest{Settings: cfg.Settings, AllowPrivateUrls: cfg.AllowPrivateURLs}
+	req := &vendorv1.ConfigureRequest{Settings: cfg.Settings, AllowPrivateUrls: cfg.AllowPrivateURLs, MaxEventBytes: cfg.MaxEventBytes}
 	for _, ch := range cfg.Channels {
 		req.Channels = append(req.Channels, &vendorv1.Channel{
 			Name: ch.Name, BaseUrl: ch.BaseURL, ApiKey: ch.APIKey, Protocols: ch.Protocols, Settings: ch.Settings,

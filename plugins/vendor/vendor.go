@@ -39,6 +39,11 @@ type Config struct {
 	// (PRODUCT §7, URLs the gateway is handed). Channel base URLs are the
 	// operator's and never subject to it.
 	AllowPrivateURLs bool
+	// MaxEventBytes is the gateway's server { max_event_size }: the most
+	// bytes one upstream SSE event (or line) may hold. Past it the call
+	// ends as an upstream error (FailureBroken) without the plugin's
+	// memory growing. 0: sse.DefaultMaxEvent.
+	MaxEventBytes int64
 }
 
 // ChatRequest is one upstream chat call.

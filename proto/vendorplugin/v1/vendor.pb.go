@@ -898,8 +898,12 @@ type ConfigureRequest struct {
 	// (reference images to fetch) may reach private, loopback and
 	// link-local addresses. False: the plugin refuses them.
 	AllowPrivateUrls bool `protobuf:"varint,3,opt,name=allow_private_urls,json=allowPrivateUrls,proto3" json:"allow_private_urls,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The gateway's server { max_event_size }: the most bytes one upstream
+	// SSE event (or line) may hold; past it the call ends as an upstream
+	// error. 0: the default, 16 MB.
+	MaxEventBytes int64 `protobuf:"varint,4,opt,name=max_event_bytes,json=maxEventBytes,proto3" json:"max_event_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -951,6 +955,13 @@ func (x *ConfigureRequest) GetAllowPrivateUrls() bool {
 		return x.AllowPrivateUrls
 	}
 	return false
+}
+
+func (x *ConfigureRequest) GetMaxEventBytes() int64 {
+	if x != nil {
+		return x.MaxEventBytes
+	}
+	return 0
 }
 
 type ConfigureResponse struct {
@@ -1813,11 +1824,12 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\bsettings\x18\x05 \x03(\v2).tollgate.vendor.v1.Channel.SettingsEntryR\bsettings\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xae\x02\n" +
 	"\x10ConfigureRequest\x127\n" +
 	"\bchannels\x18\x01 \x03(\v2\x1b.tollgate.vendor.v1.ChannelR\bchannels\x12N\n" +
 	"\bsettings\x18\x02 \x03(\v22.tollgate.vendor.v1.ConfigureRequest.SettingsEntryR\bsettings\x12,\n" +
-	"\x12allow_private_urls\x18\x03 \x01(\bR\x10allowPrivateUrls\x1a;\n" +
+	"\x12allow_private_urls\x18\x03 \x01(\bR\x10allowPrivateUrls\x12&\n" +
+	"\x0fmax_event_bytes\x18\x04 \x01(\x03R\rmaxEventBytes\x1a;\n" +
 	"\rSettingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
