@@ -160,7 +160,13 @@ func kbImport(c *cli.Context) error {
 	if err != nil || !st.IsDir() {
 		return fmt.Errorf("kb import: %s is not a folder", dir)
 	}
-	fsys := os.DirFS(dir)
+	// Rooted at the folder: a symbolic link out of it is not followed.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("kb import: %w", err)
+	}
+	defer root.Close()
+	fsys := root.FS()
 	folder, err := kb.LoadFolder(fsys)
 	if err != nil {
 		return fmt.Errorf("kb import: %w", err)

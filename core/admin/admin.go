@@ -175,11 +175,13 @@ type Handler struct {
 	token string
 	log   hclog.Logger
 	mux   *routes.Mux
+	fails *throttle
 }
 
 // NewHandler returns the admin API. token must not be empty.
 func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger) *Handler {
-	h := &Handler{svc: svc, store: st, token: token, log: logger.Named("admin"), mux: routes.New()}
+	log := logger.Named("admin")
+	h := &Handler{svc: svc, store: st, token: token, log: log, mux: routes.New(), fails: newThrottle(svc.now, log)}
 	m := h.mux
 	m.HandleFunc("POST /admin/v1/accounts", h.createAccount)
 	m.HandleFunc("GET /admin/v1/accounts", h.listAccounts)
@@ -211,9 +213,16 @@ type Route struct {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	addr := clientAddr(r)
+	if blocked, left := h.fails.blocked(addr); blocked {
+		e := apierr.Newf(apierr.RateLimitExceeded, "too many failed admin attempts from this address; try again in %s", left.Round(time.Second))
+		fail(w, e.WithHeader("Retry-After", retryAfter(left)))
+		return
+	}
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") || h.token == "" ||
 		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(h.token)) != 1 {
+		h.fails.fail(addr)
 		fail(w, apierr.New(apierr.InvalidAPIKey, "admin authentication failed: send Authorization: Bearer <admin token>"))
 		return
 	}

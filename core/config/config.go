@@ -58,7 +58,7 @@ type Server struct {
 	// AdminToken guards /admin/v1; empty means generate one into the data dir.
 	AdminToken string
 	// MasterKey is 64 hex characters (AES-256) sealing raw API keys; empty
-	// means read or generate <data dir>/master.key.
+	// means MasterKeyFile.
 	MasterKey string
 	// AllowPrivateURLs lets client-supplied URLs reach private addresses.
 	AllowPrivateURLs bool
@@ -94,6 +94,22 @@ type Server struct {
 	// PluginRestartWait is how long a call waits for its plugin while the
 	// host restarts it (0: plugins/host's default, 2 s).
 	PluginRestartWait time.Duration
+	// AdminListen serves the admin API on its own address, and no longer
+	// on Listen; a port alone (":9090") is on loopback. Empty: the admin
+	// API is served on Listen.
+	AdminListen string
+	// MasterKeyFile is the file the master key is read from (generated
+	// there on first start): outside the data directory, a backup of the
+	// data directory holds no key that opens the sealed API keys. Empty:
+	// <data dir>/master.key.
+	MasterKeyFile string
+	// Timeouts and size caps of the HTTP server (edge.go; 0 = default):
+	// reading a request's headers, reading its body once its key is
+	// known, a kept-alive connection left idle, a client that takes no
+	// byte of an answer; the bytes large request bodies may hold at once;
+	// the bytes one upstream SSE event may hold.
+	HeaderTimeout, BodyTimeout, IdleTimeout, WriteTimeout time.Duration
+	MaxBodyMemory, MaxEventSize                           int64
 }
 
 // DefaultDrainTimeout is server.drain_timeout when it is not written.

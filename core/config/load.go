@@ -338,6 +338,9 @@ var serverSchema = &hcl.BodySchema{
 		{Name: "allow_private_urls"}, {Name: "durability"}, {Name: "public_url"},
 		{Name: "billing_url"}, {Name: "http_listen"}, {Name: "metrics_listen"}, {Name: "drain_timeout"}, {Name: "sweep_every"},
 		{Name: "plugin_restart_wait"},
+		{Name: "admin_listen"}, {Name: "master_key_file"},
+		{Name: "header_timeout"}, {Name: "body_timeout"}, {Name: "idle_timeout"}, {Name: "write_timeout"},
+		{Name: "max_body_memory"}, {Name: "max_event_size"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -370,12 +373,11 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 	if a := c.Attributes["billing_url"]; a != nil && d.str(a, where, &s.BillingURL) && s.BillingURL != "" {
 		d.checkURL(a, where, "billing_url", s.BillingURL)
 	}
-	for _, name := range []string{"http_listen", "metrics_listen"} {
-		a := c.Attributes[name]
-		dst := &s.HTTPListen
-		if name == "metrics_listen" {
-			dst = &s.MetricsListen
-		}
+	for _, l := range []struct {
+		name string
+		dst  *string
+	}{{"http_listen", &s.HTTPListen}, {"metrics_listen", &s.MetricsListen}, {"admin_listen", &s.AdminListen}} {
+		name, dst, a := l.name, l.dst, c.Attributes[l.name]
 		if a != nil && d.str(a, where, dst) && *dst != "" {
 			if _, _, err := net.SplitHostPort(*dst); err != nil {
 				d.errorf(a.Expr.Range(), where, "%s: %q is not host:port (%v)", name, *dst, err)
@@ -391,6 +393,13 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 			d.errorf(a.Expr.Range(), where, "plugin_restart_wait: %s is out of range (want at most 1m; default 2s)", s.PluginRestartWait)
 		}
 	}
+	d.str(c.Attributes["master_key_file"], where, &s.MasterKeyFile)
+	d.duration(c.Attributes["header_timeout"], where, &s.HeaderTimeout)
+	d.duration(c.Attributes["body_timeout"], where, &s.BodyTimeout)
+	d.duration(c.Attributes["idle_timeout"], where, &s.IdleTimeout)
+	d.duration(c.Attributes["write_timeout"], where, &s.WriteTimeout)
+	d.size(c.Attributes["max_body_memory"], where, &s.MaxBodyMemory)
+	d.size(c.Attributes["max_event_size"], where, &s.MaxEventSize)
 	for i, tb := range c.Blocks {
 		if i > 0 {
 			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))

@@ -4,7 +4,9 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -40,6 +42,25 @@ func Render(c *Config) string {
 	}
 	if c.Server.PluginRestartWait != 0 {
 		s.SetAttributeValue("plugin_restart_wait", cty.StringVal(c.Server.PluginRestartWait.String()))
+	}
+	setStr(s, "admin_listen", c.Server.AdminListen)
+	setStr(s, "master_key_file", c.Server.MasterKeyFile)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"header_timeout", c.Server.HeaderTimeout}, {"body_timeout", c.Server.BodyTimeout},
+		{"idle_timeout", c.Server.IdleTimeout}, {"write_timeout", c.Server.WriteTimeout}} {
+		if d.v != 0 {
+			s.SetAttributeValue(d.name, cty.StringVal(d.v.String()))
+		}
+	}
+	for _, z := range []struct {
+		name string
+		v    int64
+	}{{"max_body_memory", c.Server.MaxBodyMemory}, {"max_event_size", c.Server.MaxEventSize}} {
+		if z.v != 0 {
+			s.SetAttributeValue(z.name, cty.StringVal(strconv.FormatInt(z.v, 10)))
+		}
 	}
 	if t := c.Server.TLS; t != nil {
 		// The defaults of listen and http_listen change with TLS: both are

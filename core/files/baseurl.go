@@ -2,23 +2,25 @@ package files
 
 import (
 	"errors"
-	"net/http"
+	"net"
 	"net/url"
 	"strings"
 )
 
-// BaseURL is the base a link carries (PRODUCT.md §7 Hosted results):
+// BaseURL is the base a link carries (PRODUCT.md §7 Hosted results, as
+// docs/decisions.md amends it):
 //
 //  1. publicURL (server { public_url }) when set;
 //  2. else https:// and the first TLS domain when TLS is on (a wildcard
 //     domain is skipped: it names no host);
-//  3. else the request's own Host, with https when the request came over
-//     TLS and http otherwise.
+//  3. else the address the gateway listens on (loopback when it listens
+//     on every interface), https when TLS is on.
 //
-// X-Forwarded-Proto and X-Forwarded-Host are not trusted: any client can
-// send them. A gateway behind a proxy sets public_url. r may be nil when
-// publicURL or a TLS domain decides; otherwise the answer is "".
-func BaseURL(publicURL string, tlsDomains []string, r *http.Request) string {
+// Never a request's Host header, nor X-Forwarded-*: any client can send
+// them, and links are kept in rows and task results other keys read. A
+// gateway behind a proxy sets public_url. listen is the bound address
+// ("" before the gateway listens: no base then).
+func BaseURL(publicURL string, tlsDomains []string, listen string, tlsOn bool) string {
 	if publicURL != "" {
 		return strings.TrimRight(publicURL, "/")
 	}
@@ -27,14 +29,30 @@ func BaseURL(publicURL string, tlsDomains []string, r *http.Request) string {
 			return "https://" + d
 		}
 	}
-	if r == nil || r.Host == "" {
+	if listen == "" {
 		return ""
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if tlsOn {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	return scheme + "://" + Reach(listen)
+}
+
+// Reach is the address this machine reaches a listener bound to addr at:
+// addr itself, or loopback when it is bound to every interface.
+func Reach(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if ip != nil && ip.To4() == nil {
+			return net.JoinHostPort("::1", port)
+		}
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // CheckPublicURL validates a server { public_url } value: an absolute

@@ -35,6 +35,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/keys"
 	"github.com/tollgate-gw/tollgate/core/metrics"
 	"github.com/tollgate-gw/tollgate/core/ratelimit"
+	"github.com/tollgate-gw/tollgate/core/server"
 	"github.com/tollgate-gw/tollgate/core/tasks"
 	"github.com/tollgate-gw/tollgate/core/tlsserve"
 	"github.com/tollgate-gw/tollgate/core/tracing"
@@ -100,6 +101,7 @@ type Gateway struct {
 	ready    readiness             // the store's last check, for /readyz
 	auth     *pipeline.Authenticator
 	admin    http.Handler
+	bodies   *server.Bodies // large request bodies held at once
 	billing  *billingcompat.Handler
 	finisher *lateFinisher
 	gen      atomic.Pointer[generation]
@@ -221,7 +223,11 @@ func (g *Gateway) provisionKeys(context.Context) error {
 	if masterHex == "" {
 		masterHex = os.Getenv("TOLLGATE_MASTER_KEY")
 	}
-	master, err := keys.LoadMaster(masterHex, g.cfg.Store.Dir)
+	keyFile := g.cfg.Server.MasterKeyFile
+	if keyFile == "" {
+		keyFile = os.Getenv("TOLLGATE_MASTER_KEY_FILE")
+	}
+	master, err := keys.LoadMaster(masterHex, g.cfg.Store.Dir, keyFile)
 	if err != nil {
 		return err
 	}
@@ -307,7 +313,7 @@ func (g *Gateway) provisionKB(ctx context.Context) error {
 		}
 		g.log.Debug("knowledge base seeded", "kb_id", b.ID, "created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
 	}
-	g.kbAPI = kbapi.New(svc, kbapi.Options{PublicURL: g.cfg.Server.PublicURL, Logger: g.log.Named("kb")})
+	g.kbAPI = kbapi.New(svc, kbapi.Options{LinkBase: g.linkBase, Logger: g.log.Named("kb")})
 	return nil
 }
 
@@ -318,6 +324,7 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	cfg, log, now := g.cfg, g.log, g.now
 	g.limits = g.limiter()
 	g.logLimit = ratelimit.NewPerKey(60, time.Minute, now)
+	g.bodies = server.NewBodies(cfg.Server.MaxBodyMemoryOrDefault())
 	g.auth = pipeline.NewAuthenticator(g.store, now)
 	g.health = pipeline.NewHealth(now)
 	g.billing = billingcompat.New(g.store, now)
@@ -415,8 +422,17 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		go g.users.Sweep(bg, time.Hour)
 	}
 
-	hs := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	adm, err := g.adminServer(addr, &b)
+	if err != nil {
+		stopBG()
+		ln.Close()
+		side.close()
+		return err
+	}
+	defer adm.close()
+	hs := &http.Server{Handler: g, ReadHeaderTimeout: cfg.Server.HeaderTimeoutOrDefault(),
+		IdleTimeout: cfg.Server.IdleTimeoutOrDefault(),
+		ErrorLog:    g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	errc := make(chan error, 1)
 	if g.tls != nil {
 		b.scheme = "https"
@@ -430,6 +446,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	}
 	side.serve(errc)
 	g.startPaySim(addr, &b)
+	adm.serve(errc)
 	// The banner says it on stdout; the log line is for --log-level debug.
 	g.log.Debug("serving", "addr", b.scheme+"://"+addr, "config", configName(cfg))
 	b.print(g.o.Out)

@@ -70,8 +70,8 @@ func (g *Gateway) buildGeneration(cfg *config.Config, vendors map[string]vendor.
 	o := server.Options{
 		Config: cfg, Store: g.store, Chains: chains, Logger: g.log, Now: g.now,
 		Vendors: vendors, Families: families, Logs: logs.Serve, Billing: g.billing.Serve,
-		Admin: g.admin, Files: g.files.Handler(), TLSDomains: g.tls.Domains(), Knowledge: g.kbAPI.Routes(),
-		Healthz: http.HandlerFunc(g.serveHealthz), Readyz: http.HandlerFunc(g.serveReadyz),
+		Admin: g.publicAdmin(), Files: g.files.Handler(), LinkBase: g.linkBase, Knowledge: g.kbAPI.Routes(),
+		Healthz: http.HandlerFunc(g.serveHealthz), Readyz: http.HandlerFunc(g.serveReadyz), Bodies: g.bodies,
 	}
 	if g.topups != nil {
 		o.Webhook = http.HandlerFunc(g.topups.ServeWebhook)

@@ -113,7 +113,7 @@ func eachVendor(ctx context.Context, cfg *config.Config, start startFunc, log hc
 // vendorConfig is what the plugin name is configured with: its settings
 // and its own channels, with their secrets.
 func vendorConfig(cfg *config.Config, name string) vendor.Config {
-	vc := vendor.Config{AllowPrivateURLs: cfg.Server.AllowPrivateURLs}
+	vc := vendor.Config{AllowPrivateURLs: cfg.Server.AllowPrivateURLs, MaxEventBytes: cfg.Server.MaxEventSizeOrDefault()}
 	for _, p := range cfg.Plugins {
 		if p.Name == name {
 			vc.Settings = p.Settings

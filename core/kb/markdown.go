@@ -37,7 +37,8 @@ type SourceFile struct {
 var markdownExt = []string{".md", ".markdown"}
 
 // LoadFolder reads every Markdown file under fsys (hidden folders such as
-// .git and .obsidian skipped): ids from file names, YAML front matter
+// .git and .obsidian skipped; give it an os.Root's FS so that a symbolic
+// link out of the folder is refused): ids from file names, YAML front matter
 // (title, summary, tags, aliases, confidence, needs_review, source, and
 // links), [[wiki links]] of the body. Two files with one name are refused:
 // ids are unique.
@@ -65,6 +66,9 @@ func LoadFolder(fsys fs.FS) (Folder, error) {
 		}
 		where[id] = p
 		data, err := fs.ReadFile(fsys, p)
+		if err != nil && d.Type()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link that cannot be read inside the folder (a link out of it is not followed): %w", p, err)
+		}
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tollgate-gw/tollgate/core/files"
 	"github.com/tollgate-gw/tollgate/core/kb"
 )
 
@@ -65,7 +64,7 @@ func (a *API) newMCP() http.Handler {
 // serveMCP runs the MCP server for an authenticated account.
 func (a *API) serveMCP(ctx context.Context, w http.ResponseWriter, r *http.Request, account string) error {
 	ctx = context.WithValue(ctx, accountKey{}, account)
-	ctx = context.WithValue(ctx, baseKey{}, files.BaseURL(a.o.PublicURL, a.o.TLSDomains, r))
+	ctx = context.WithValue(ctx, baseKey{}, a.linkBase())
 	a.mcp.ServeHTTP(w, r.WithContext(ctx))
 	return nil
 }

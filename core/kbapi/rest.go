@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
-	"github.com/tollgate-gw/tollgate/core/files"
 	"github.com/tollgate-gw/tollgate/core/kb"
 )
 
@@ -30,11 +29,9 @@ type Route struct {
 
 // Options configure the API.
 type Options struct {
-	// PublicURL and TLSDomains decide the base of source links
-	// (files.BaseURL).
-	PublicURL  string
-	TLSDomains []string
-	Logger     hclog.Logger
+	// LinkBase is the base of source links (files.BaseURL); nil: none.
+	LinkBase func() string
+	Logger   hclog.Logger
 	// Version is the server version the MCP server reports.
 	Version string
 }
@@ -242,8 +239,16 @@ func (a *API) backlinks(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	return list(w, entries(ps))
 }
 
+// linkBase is the base of the links the API hands out.
+func (a *API) linkBase() string {
+	if a.o.LinkBase == nil {
+		return ""
+	}
+	return a.o.LinkBase()
+}
+
 func (a *API) source(ctx context.Context, w http.ResponseWriter, r *http.Request, account string) error {
-	s, err := a.svc.Source(ctx, account, kbOf(r), r.PathValue("id"), files.BaseURL(a.o.PublicURL, a.o.TLSDomains, r))
+	s, err := a.svc.Source(ctx, account, kbOf(r), r.PathValue("id"), a.linkBase())
 	if err != nil {
 		return apiError(err)
 	}

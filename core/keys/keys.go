@@ -114,8 +114,9 @@ func (s *Sealer) Open(sealed, hash []byte) (string, error) {
 }
 
 // LoadMaster returns the master key: from hexKey when given, else from
-// <dir>/master.key, generating that file (0600) on first start.
-func LoadMaster(hexKey, dir string) ([]byte, error) {
+// file (<dir>/master.key when file is empty), generating that file (0600)
+// on first start.
+func LoadMaster(hexKey, dir, file string) ([]byte, error) {
 	if hexKey != "" {
 		b, err := hex.DecodeString(strings.TrimSpace(hexKey))
 		if err != nil || len(b) != 32 {
@@ -123,7 +124,12 @@ func LoadMaster(hexKey, dir string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	path := filepath.Join(dir, "master.key")
+	path := file
+	if path == "" {
+		path = filepath.Join(dir, "master.key")
+	} else {
+		dir = filepath.Dir(path)
+	}
 	data, err := os.ReadFile(path)
 	if err == nil {
 		b, err := hex.DecodeString(strings.TrimSpace(string(data)))

@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,15 +50,36 @@ func TestSealRoundTrip(t *testing.T) {
 
 func TestLoadMasterGeneratesOnce(t *testing.T) {
 	dir := t.TempDir()
-	a, err := LoadMaster("", dir)
+	a, err := LoadMaster("", dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := LoadMaster("", dir)
+	b, err := LoadMaster("", dir, "")
 	if err != nil || string(a) != string(b) {
 		t.Fatalf("second load differs: %v", err)
 	}
-	if _, err := LoadMaster("abc", dir); err == nil {
+	if _, err := LoadMaster("abc", dir, ""); err == nil {
 		t.Fatal("short hex accepted")
+	}
+}
+
+// A key file outside the data directory: generated there, never in the
+// data directory, and read back from there.
+func TestLoadMasterFromAFileOutsideTheDataDir(t *testing.T) {
+	data, keyDir := t.TempDir(), t.TempDir()
+	file := filepath.Join(keyDir, "secrets", "master.key")
+	a, err := LoadMaster("", data, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "master.key")); !os.IsNotExist(err) {
+		t.Fatalf("a key was written into the data directory: %v", err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
+	}
+	b, err := LoadMaster("", data, file)
+	if err != nil || string(a) != string(b) {
+		t.Fatalf("second load differs: %v", err)
 	}
 }

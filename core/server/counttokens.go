@@ -24,7 +24,7 @@ func (s *Server) countTokens(ctx context.Context, c *pipeline.Call) error {
 	if err := pipeline.CheckAnthropicVersion(r.Header.Get("anthropic-version")); err != nil {
 		return err
 	}
-	body, aerr := readBody(w, r, MaxChatBody)
+	body, aerr := s.readBody(w, r, MaxChatBody)
 	if aerr != nil {
 		return aerr
 	}

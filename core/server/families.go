@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
-	"github.com/tollgate-gw/tollgate/core/files"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/tasksapi"
 	"github.com/tollgate-gw/tollgate/pipeline"
@@ -56,7 +55,7 @@ func GroupRoutes(specs []*vendor.FamilySpec) ([]routeDecls, error) {
 // families registers the routes the families' plugins declared, each
 // once: creates run through the job chain (the model's family picks the
 // spec), polls, lists, deletes and reads through the read chain.
-func (s *Server) families(specs []*vendor.FamilySpec, tlsDomains []string) {
+func (s *Server) families(specs []*vendor.FamilySpec, linkBase func() string) {
 	groups, err := GroupRoutes(specs)
 	if err != nil {
 		// The gateway refuses such plugins at start; whatever else built
@@ -69,7 +68,7 @@ func (s *Server) families(specs []*vendor.FamilySpec, tlsDomains []string) {
 		var h http.HandlerFunc
 		switch first.Route.Kind {
 		case vendor.RouteCreate:
-			kind, h = pipeline.KindJob, s.serveJob(g.decls, tlsDomains)
+			kind, h = pipeline.KindJob, s.serveJob(g.decls, linkBase)
 		case vendor.RoutePoll, vendor.RouteList, vendor.RouteDelete:
 			kind, h = pipeline.KindRead, s.read(s.gated(first.Route.Gate, s.taskRoute(g.decls)), readOpts{})
 		case vendor.RouteRead:
@@ -202,8 +201,9 @@ func (s *Server) askFamily(r *http.Request, d pipeline.JobRoute, op string) (*ve
 }
 
 // serveJob runs a family's create through the job chain. A multipart body
-// is left unread: the job stage streams its files to the file store.
-func (s *Server) serveJob(decls []pipeline.JobRoute, tlsDomains []string) http.HandlerFunc {
+// is left unread: the job stage streams its files to the file store, once
+// the key is known, as other bodies are read.
+func (s *Server) serveJob(decls []pipeline.JobRoute, linkBase func() string) http.HandlerFunc {
 	first := decls[0].Route
 	limit := first.MaxBody
 	if limit <= 0 {
@@ -212,28 +212,20 @@ func (s *Server) serveJob(decls []pipeline.JobRoute, tlsDomains []string) http.H
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindJob, Protocol: protocol.OpenAIChat,
-			Billed: true, Request: r, W: pipeline.NewResponseWriter(w), Pattern: r.Pattern,
-			Job: &pipeline.Job{Routes: decls, LinkBase: files.BaseURL(s.cfg.Server.PublicURL, tlsDomains, r)},
+			Billed: true, Request: r, W: s.writer(w), Pattern: r.Pattern,
+			Job: &pipeline.Job{Routes: decls},
+		}
+		if linkBase != nil {
+			c.Job.LinkBase = linkBase()
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" && first.Multipart {
 			if r.ContentLength > limit {
 				c.BodyErr = tooLarge(limit)
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
-		} else {
-			body, err := readBody(w, r, limit)
-			if err != nil {
-				c.BodyErr = err // the chain still runs: a known key gets its rejected row
-			}
-			c.Body = body
+			s.chains.Run(r.Context(), c)
+			return
 		}
-		s.chains.Run(r.Context(), c)
+		s.runWithBody(w, r, c, limit)
 	}
-}
-
-// tooLarge is the 413 of a body over limit bytes.
-func tooLarge(limit int64) *apierr.Error {
-	e := apierr.Newf(apierr.InvalidRequest, "request body is larger than %d MB", limit>>20)
-	e.Status = http.StatusRequestEntityTooLarge
-	return e
 }

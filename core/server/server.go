@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -46,6 +45,7 @@ type Server struct {
 	tasks   *tasksapi.API
 	routes  []Route
 	specs   map[string]*vendor.FamilySpec // the families served, by name
+	bodies  *Bodies
 }
 
 // KeyHandler serves an endpoint for an authenticated key (logs, billing).
@@ -68,9 +68,9 @@ type Options struct {
 	// Admin is mounted at /admin/v1/ when set; Files at /files/; Console
 	// (the web console, on the main listener) at /console/.
 	Admin, Files, Console http.Handler
-	// TLSDomains are the domains served over TLS (links to hosted files
-	// use the first when no public_url is set).
-	TLSDomains []string
+	// LinkBase is the base of the links to hosted files (files.BaseURL);
+	// never taken from a request.
+	LinkBase func() string
 	// Knowledge are the knowledge base's REST routes and its MCP server.
 	Knowledge []kbapi.Route
 	// Webhook receives the payment processor's events at the config's
@@ -79,6 +79,9 @@ type Options struct {
 	// Healthz and Readyz answer the probes, GET /healthz (the process
 	// is alive) and GET /readyz (it can serve calls); no key. Optional.
 	Healthz, Readyz http.Handler
+	// Bodies is the gateway-wide budget of large request bodies; nil:
+	// the server has its own, of server { max_body_memory }.
+	Bodies *Bodies
 }
 
 // Route is one public route: how it is reached and which chain serves it
@@ -95,7 +98,10 @@ func New(o Options) *Server {
 		cfg: o.Config, store: o.Store, chains: o.Chains,
 		log: o.Logger.Named("http"), now: o.Now, mux: routes.New(),
 		usage: newUsageCache(o.Store, o.Now, time.Minute), vendors: o.Vendors,
-		tasks: tasksapi.New(o.Store, o.Now, o.Logger), specs: map[string]*vendor.FamilySpec{},
+		tasks: tasksapi.New(o.Store, o.Now, o.Logger), specs: map[string]*vendor.FamilySpec{}, bodies: o.Bodies,
+	}
+	if s.bodies == nil {
+		s.bodies = NewBodies(o.Config.Server.MaxBodyMemoryOrDefault())
 	}
 	for _, sp := range o.Families {
 		s.specs[sp.Name] = sp
@@ -130,7 +136,7 @@ func New(o Options) *Server {
 		// (spec: Authentication rule 4); free, no balance needed.
 		s.handle(rt.Method, rt.Path, pipeline.KindRead, s.read(accountHandler(rt.Serve), readOpts{forms: pipeline.HeaderForms}))
 	}
-	s.families(o.Families, o.TLSDomains)
+	s.families(o.Families, o.LinkBase)
 	if o.Files != nil {
 		s.handle(http.MethodGet, "/files/{id}", "", o.Files.ServeHTTP)
 		s.handle(http.MethodHead, "/files/{id}", "", o.Files.ServeHTTP)
@@ -199,7 +205,7 @@ func (s *Server) read(h readHandler, o readOpts) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r, Pattern: r.Pattern,
-			W: pipeline.NewResponseWriter(w), Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
+			W: s.writer(w), Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
 			Handler: h,
 		}
 		s.chains.Run(r.Context(), c)
@@ -326,42 +332,42 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 		Billed:     true,
 		Request:    r,
 		Pattern:    r.Pattern,
-		W:          pipeline.NewResponseWriter(w),
+		W:          s.writer(w),
 		ModelID:    model,
 		StreamPath: streamPath,
 	}
-	body, err := readBody(w, r, MaxChatBody)
-	if err != nil {
-		// The chain still runs: a known key gets its rejected row.
+	s.runWithBody(w, r, c, MaxChatBody)
+}
+
+// writer wraps w for the chain, with the write timeout.
+func (s *Server) writer(w http.ResponseWriter) *pipeline.ResponseWriter {
+	return pipeline.NewResponseWriter(w).WithWriteTimeout(s.cfg.Server.WriteTimeoutOrDefault())
+}
+
+// runWithBody runs a call whose body the chain reads once the key is
+// known; a body over limit by its Content-Length is refused unread. The
+// chain still runs then: a known key gets its rejected row.
+func (s *Server) runWithBody(w http.ResponseWriter, r *http.Request, c *pipeline.Call, limit int64) {
+	b := &body{w: w, r: r, limit: limit, bodies: s.bodies, timeout: s.cfg.Server.BodyTimeoutOrDefault()}
+	defer b.done()
+	if err := b.precheck(); err != nil {
 		c.BodyErr = err
+	} else {
+		c.ReadBody = b.Read
 	}
-	c.Body = body
 	s.chains.Run(r.Context(), c)
 }
 
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierr.Error) {
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	var buf []byte
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf = make([]byte, 0, r.ContentLength)
+// readBody reads a body in a handler that runs after authentication
+// (count_tokens), within the body timeout.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierr.Error) {
+	b := &body{w: w, r: r, limit: limit, timeout: s.cfg.Server.BodyTimeoutOrDefault()}
+	if err := b.precheck(); err != nil {
+		return nil, err
 	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := rd.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				e := apierr.Newf(apierr.InvalidRequest, "request body is larger than %d MB", limit>>20)
-				e.Status = http.StatusRequestEntityTooLarge
-				return nil, e
-			}
-			return nil, apierr.New(apierr.InvalidRequest, "could not read the request body")
-		}
+	out, err := b.Read()
+	if err != nil {
+		return nil, apierr.As(err)
 	}
+	return out, nil
 }

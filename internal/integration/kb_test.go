@@ -267,6 +267,37 @@ func TestKnowledgeBase(t *testing.T) {
 		}
 	})
 
+	t.Run("a symbolic link out of the folder is refused", func(t *testing.T) {
+		outside := t.TempDir()
+		secret := filepath.Join(outside, "secret.md")
+		if err := os.WriteFile(secret, []byte("# Secret\nthe operator's private notes"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		_ = os.WriteFile(filepath.Join(dir, "inside.md"), []byte("# Inside\nfine"), 0o644)
+		if err := os.Symlink(secret, filepath.Join(dir, "leak.md")); err != nil {
+			t.Fatal(err)
+		}
+		reader := g.Account("")
+		out, err := e.cli("import", "--kb", "links", "--readers", reader, dir)
+		if err == nil || !strings.Contains(out, "leak.md") || !strings.Contains(out, "symbolic link") {
+			t.Fatalf("a link out of the folder was not refused: %v\n%s", err, out)
+		}
+		if st := g.AdminStatus("GET", "/kbs/links", nil, nil); st != 404 {
+			t.Fatalf("the refused import created its base: %d", st)
+		}
+		// A link inside the folder is read like the file it names.
+		if err := os.Remove(filepath.Join(dir, "leak.md")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("inside.md", filepath.Join(dir, "alias.md")); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.cli("import", "--kb", "links", "--readers", reader, dir); err != nil {
+			t.Fatalf("a link inside the folder: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("rest", func(t *testing.T) { testKBREST(t, e) })
 	t.Run("mcp", func(t *testing.T) { testKBMCP(t, e) })
 }

@@ -189,7 +189,10 @@ func (p *Plugin) launch(ctx context.Context) error {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           p.log,
 		SkipHostEnv:      true,
-		StartTimeout:     15 * time.Second,
+		// The control channel (where the data plane's token travels) is
+		// mutual TLS with certificates made for this process.
+		AutoMTLS:     true,
+		StartTimeout: 15 * time.Second,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(vendor.MaxMessage), grpc.MaxCallSendMsgSize(vendor.MaxMessage))},
 	})
