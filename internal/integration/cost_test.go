@@ -103,6 +103,8 @@ var testPrices = func() map[string]price {
 		"slowpoke", "slowpoke-claude", "slowpoke-gemini", "fo-500", "fo-closed", "fo-429", "all-429", "all-500",
 		"brk", "mixed", "idem-chat", "leaky", "pc-big", "pc-small", "bt", "bt-gone", "bt-claude", "bt-slow",
 		"lk", "lk-claude", "lk-gemini",
+		// hostile_test.go
+		"h-chat", "h-claude", "h-resp", "h-gemini",
 		// translation_matrix_test.go: routing and model names.
 		"mix", "prio", "failover", "my-gpt", "my-claude", "my-gemini"} {
 		m[id] = per("1", "2", "", "")
@@ -460,6 +462,24 @@ func geminiChars(cands gjson.Result) int64 {
 	return n
 }
 
+// outputLimit is the max tokens a client body sets (0: none).
+func outputLimit(p protocol.ID, body []byte) int64 {
+	switch p {
+	case protocol.OpenAIChat:
+		if v := gjson.GetBytes(body, "max_completion_tokens"); v.Exists() {
+			return v.Int()
+		}
+		return gjson.GetBytes(body, "max_tokens").Int()
+	case protocol.AnthropicMessages:
+		return gjson.GetBytes(body, "max_tokens").Int()
+	case protocol.OpenAIResponses:
+		return gjson.GetBytes(body, "max_output_tokens").Int()
+	case protocol.GeminiNative:
+		return gjson.GetBytes(body, "generationConfig.maxOutputTokens").Int()
+	}
+	return 0
+}
+
 // inputEstimate is the pre-charge estimate of a client body: ceil(bytes
 // / 4) of the raw JSON values of the conversation (PRODUCT.md §7).
 func inputEstimate(p protocol.ID, body []byte) int64 {
@@ -695,14 +715,25 @@ func expectedCost(t *testing.T, row map[string]any) money.Nano {
 	finals := ledgerBook.final[[3]int64{got.in, got.cached, got.out}]
 	partials := ledgerBook.partial[[2]int64{got.cached, got.out}]
 	ledgerBook.mu.Unlock()
-	estimate := int64(-1)
+	estimate, limit := int64(-1), int64(0)
 	if client != nil {
 		estimate = inputEstimate(protocolOf(client.path), client.req)
+		limit = outputLimit(protocolOf(client.path), client.req)
+	}
+	// Output past the limit the client set is never billed (PRODUCT.md
+	// §7): an upstream that ran past it is billed at it.
+	clamp := func(u usage) usage {
+		if limit > 0 && u.out > limit {
+			u.out = limit
+		}
+		return u
 	}
 	first := func(sts []state) (usage, bool) {
 		for _, s := range sts {
-			if u, ok := s.billed(estimate); ok && u.in == got.in && u.cached == got.cached && u.out == got.out {
-				return u, true
+			if u, ok := s.billed(estimate); ok {
+				if u = clamp(u); u.in == got.in && u.cached == got.cached && u.out == got.out {
+					return u, true
+				}
 			}
 		}
 		return usage{}, false
@@ -718,6 +749,23 @@ func expectedCost(t *testing.T, row map[string]any) money.Nano {
 	}
 	if u, ok := first(partials); ok {
 		return p.cost(t, u)
+	}
+	if limit > 0 && got.out == limit {
+		// An upstream that ran past the limit: its report is past it too.
+		ledgerBook.mu.Lock()
+		var past []state
+		for _, us := range ledgerBook.final {
+			for _, u := range us {
+				past = append(past, state{usage: u, reported: true})
+			}
+		}
+		for _, sts := range ledgerBook.partial {
+			past = append(past, sts...)
+		}
+		ledgerBook.mu.Unlock()
+		if u, ok := first(past); ok {
+			return p.cost(t, u)
+		}
 	}
 	// The embedded sim plugin has no wire to record: a completions stream
 	// whose client did not ask for the usage, or an answer the client did
