@@ -301,7 +301,7 @@ func (ch *Chain) Run(ctx context.Context, c *Call) {
 		c.deferred[i]()
 	}
 	if c.W != nil {
-		c.W.deadline.clear()
+		c.W.deadline.last()
 	}
 	if ch.obs != nil {
 		ch.obs.CallDone(c)

@@ -84,10 +84,13 @@ func (w *ResponseWriter) Bound(ctx context.Context) (stop func()) {
 	}
 }
 
-// clear lifts the deadline when the response is done: it would outlive
-// the call on a kept-alive connection.
-func (d *writeDeadline) clear() {
+// last gives what the server still writes once the chain is done (the
+// rest of a buffered answer) a whole timeout; the next request on the
+// connection starts without a deadline (the server lifts it).
+func (d *writeDeadline) last() {
 	if d != nil {
-		_ = d.rc.SetWriteDeadline(time.Time{})
+		d.mu.Lock()
+		_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+		d.mu.Unlock()
 	}
 }

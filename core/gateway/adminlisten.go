@@ -71,19 +71,22 @@ type adminListener struct {
 	ln  net.Listener
 }
 
-// adminServer checks the admin token against where the admin API is served
-// (publicAddr, the API's own address, or admin_listen) and binds
-// admin_listen when it is set.
-func (g *Gateway) adminServer(publicAddr string, b *banner) (*adminListener, error) {
+// checkAdmin refuses, before anything listens, a short admin token on the
+// address the admin API will be served on: admin_listen, else listen.
+func (g *Gateway) checkAdmin() error {
+	if a := g.cfg.Server.AdminListen; a != "" {
+		return g.checkAdminToken(adminAddr(a))
+	}
+	return g.checkAdminToken(g.cfg.Server.Listen)
+}
+
+// adminServer binds admin_listen when it is set.
+func (g *Gateway) adminServer(b *banner) (*adminListener, error) {
 	s := g.cfg.Server
 	if s.AdminListen == "" {
-		return &adminListener{}, g.checkAdminToken(publicAddr)
+		return &adminListener{}, nil
 	}
-	addr := adminAddr(s.AdminListen)
-	if err := g.checkAdminToken(addr); err != nil {
-		return nil, err
-	}
-	ln, err := listen(addr, "admin_listen", "server { admin_listen }")
+	ln, err := listen(adminAddr(s.AdminListen), "admin_listen", "server { admin_listen }")
 	if err != nil {
 		return nil, err
 	}

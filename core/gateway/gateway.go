@@ -377,6 +377,9 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 // then they are cut and still settled), the engine stops.
 func (g *Gateway) Serve(ctx context.Context) error {
 	cfg := g.cfg
+	if err := g.checkAdmin(); err != nil {
+		return err
+	}
 	ln, err := listen(cfg.Server.Listen, "listen", "--listen or server { listen }")
 	if err != nil {
 		return err
@@ -422,7 +425,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 		go g.users.Sweep(bg, time.Hour)
 	}
 
-	adm, err := g.adminServer(addr, &b)
+	adm, err := g.adminServer(&b)
 	if err != nil {
 		stopBG()
 		ln.Close()

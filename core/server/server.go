@@ -228,8 +228,11 @@ func accountHandler(h kbapi.Handler) readHandler {
 	}
 }
 
-// ServeHTTP gives every response its trace id, then routes.
+// ServeHTTP gives every response its trace id, then routes. A write
+// deadline left by the call before on the connection is lifted: each call
+// sets its own.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	id := NewRequestID()
 	h := w.Header()
 	h.Set("x-gateway-trace", id)

@@ -104,7 +104,7 @@ var testPrices = func() map[string]price {
 		"brk", "mixed", "idem-chat", "leaky", "pc-big", "pc-small", "bt", "bt-gone", "bt-claude", "bt-slow",
 		"lk", "lk-claude", "lk-gemini",
 		// hostile_test.go
-		"h-chat", "h-claude", "h-resp", "h-gemini",
+		"h-chat", "h-claude", "h-resp", "h-gemini", "h-long",
 		// translation_matrix_test.go: routing and model names.
 		"mix", "prio", "failover", "my-gpt", "my-claude", "my-gemini"} {
 		m[id] = per("1", "2", "", "")
