@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -97,29 +96,9 @@ func TestAdminShortTokenBeyondLoopback(t *testing.T) {
 		{"admin_listen on every interface", "server {\n  admin_listen = \"0.0.0.0:0\"\n}\n", []string{"--listen", "127.0.0.1:0"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			dir := t.TempDir()
-			args := append([]string{"serve", "--data-dir", dir}, tc.args...)
-			if tc.cfg != "" {
-				path := filepath.Join(dir, "tollgate.hcl")
-				if err := os.WriteFile(path, []byte(tc.cfg), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--config", path)
-			}
-			cmd := exec.Command(bin, args...)
-			cmd.Env = append(os.Environ(), "TOLLGATE_ADMIN_TOKEN=short-admin-token")
-			done := make(chan struct{})
-			var out []byte
-			var err error
-			go func() { out, err = cmd.CombinedOutput(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Fatal("tollgate started with a short admin token beyond loopback")
-			}
-			if err == nil || !strings.Contains(string(out), "32 or more") || strings.Contains(string(out), "Tollgate listening on") {
-				t.Fatalf("want a refusal before listening: %v\n%s", err, out)
+			out := serveExpectFailure(t, bin, tc.cfg, []string{"TOLLGATE_ADMIN_TOKEN=short-admin-token"}, tc.args...)
+			if !strings.Contains(out, "32 or more") || strings.Contains(out, "Tollgate listening on") {
+				t.Fatalf("want a refusal before listening:\n%s", out)
 			}
 		})
 	}

@@ -126,12 +126,25 @@ func logsOf(t *testing.T, g *testgw.Gateway, key string) []map[string]any {
 // at start, and returns what it printed.
 func runExpectFailure(t *testing.T, bin, cfg string) string {
 	t.Helper()
+	return serveExpectFailure(t, bin, cfg, nil, "--listen", "127.0.0.1:0")
+}
+
+// serveExpectFailure runs tollgate serve, with the config cfg (none when
+// empty), env added to the environment and args, which must fail at start;
+// it returns what it printed.
+func serveExpectFailure(t *testing.T, bin, cfg string, env []string, args ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	path := dir + "/tollgate.hcl"
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+	args = append([]string{"serve", "--data-dir", dir}, args...)
+	if cfg != "" {
+		path := dir + "/tollgate.hcl"
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
 	}
-	cmd := exec.Command(bin, "serve", "--config", path, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	done := make(chan struct{})
 	var out []byte
 	var err error
@@ -143,7 +156,7 @@ func runExpectFailure(t *testing.T, bin, cfg string) string {
 		t.Fatal("tollgate did not fail at start")
 	}
 	if err == nil {
-		t.Fatalf("tollgate accepted a broken config:\n%s", out)
+		t.Fatalf("tollgate started:\n%s", out)
 	}
 	return string(out)
 }

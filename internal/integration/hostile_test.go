@@ -107,6 +107,25 @@ func (c hostileCall) request(g *testgw.Gateway, key string) (url string, headers
 	return g.URL + "/v1/chat/completions", bearer(key), b + "}"
 }
 
+// send makes the call with key, which must be answered 200: it returns
+// the body of a whole answer, or the events of a stream.
+func (c hostileCall) send(t *testing.T, g *testgw.Gateway, key string) ([]byte, []protocol.Event) {
+	t.Helper()
+	url, headers, body := c.request(g, key)
+	if c.stream {
+		status, _, evs, err := rawStream(t, url, headers, body)
+		if status != 200 || err != nil {
+			t.Fatalf("%d %v %q", status, err, evs)
+		}
+		return nil, evs
+	}
+	r := do(t, "POST", url, headers, body)
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	return r.Body, nil
+}
+
 func (c hostileCall) name() string {
 	mode := map[bool]string{false: "whole", true: "stream"}[c.stream]
 	return string(c.p) + "→" + c.model + "/" + mode
@@ -230,22 +249,7 @@ func hostileLimitCall(t *testing.T, g *testgw.Gateway, h *vendorsim.Hostile, c h
 	t.Run(c.name()+"/"+c.prompt[9:15], func(t *testing.T) {
 		t.Parallel()
 		w := newWallet(g)
-		url, headers, body := c.request(g, w.key)
-		var resp []byte
-		var evs []protocol.Event
-		if c.stream {
-			status, _, got, err := rawStream(t, url, headers, body)
-			if status != 200 || err != nil {
-				t.Fatalf("%d %v %q", status, err, got)
-			}
-			evs = got
-		} else {
-			r := do(t, "POST", url, headers, body)
-			if r.Status != 200 {
-				t.Fatalf("%d %s", r.Status, r.Body)
-			}
-			resp = r.Body
-		}
+		resp, evs := c.send(t, g, w.key)
 		stopped, chars := lengthStop(c.p, c.stream, resp, evs)
 		if !stopped {
 			t.Errorf("the answer did not end as a stop at max tokens: %s %q", resp, evs)
@@ -281,14 +285,7 @@ func TestHostileOutputLimitKeepsTheWallet(t *testing.T) {
 	} {
 		acct := g.Account("0.0002")
 		_, key := g.Key(acct, nil)
-		url, headers, body := c.request(g, key)
-		if c.stream {
-			if status, _, evs, err := rawStream(t, url, headers, body); status != 200 || err != nil {
-				t.Fatalf("%d %v %q", status, err, evs)
-			}
-		} else if r := do(t, "POST", url, headers, body); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
+		c.send(t, g, key)
 		bal, held := g.Balance(acct)
 		if held != "0" || money.MustParse(bal) < 0 {
 			t.Fatalf("balance %s held %s after an upstream that ran past the limit", bal, held)
@@ -311,10 +308,7 @@ func TestHostileAnswerWithoutUsage(t *testing.T) {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			w := newWallet(g)
-			url, headers, body := c.request(g, w.key)
-			if r := do(t, "POST", url, headers, body); r.Status != 200 {
-				t.Fatalf("%d %s", r.Status, r.Body)
-			}
+			c.send(t, g, w.key)
 			row := w.last(t, 1)
 			checkRow(t, row, rowWant{status: "success", attempts: 1, billed: true})
 			want := (2000*len("word ") + 3) / 4
