@@ -96,7 +96,10 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, total)
 	defer cancel()
-	defer c.W.Bound(ctx)() // a client that reads nothing does not outlast the call
+	// A client that reads nothing does not outlast the call; what is
+	// written after the attempts (an upstream failure's report) may be.
+	unbind := c.W.Bound(ctx)
+	defer unbind()
 	timeout := modelTimeout
 
 	var last, unfit error
@@ -170,6 +173,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 			default: // the channel answered (a 4xx of the caller's making)
 				s.health.Success(ch.Name)
 			}
+			unbind()
 			return s.upstreamFailed(c, err)
 		}
 		if res == again && restarts < pluginRetries {
@@ -203,6 +207,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	if ctx.Err() != nil && c.Request.Context().Err() == nil {
 		last = apierr.New(apierr.UpstreamTimeout, "the upstream did not answer within "+timeout.String())
 	}
+	unbind()
 	return s.upstreamFailed(c, last)
 }
 

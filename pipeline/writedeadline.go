@@ -54,8 +54,9 @@ func (d *writeDeadline) refresh(now time.Time) {
 }
 
 // Bound makes a write blocked when ctx ends fail at once; the returned
-// stop undoes it, so the answer of a call that timed out (a 504) can
-// still be written. Without a write timeout it does nothing.
+// stop (which may be called again) undoes it, so the answer of a call
+// that timed out (a 504) can still be written. Without a write timeout it
+// does nothing.
 func (w *ResponseWriter) Bound(ctx context.Context) (stop func()) {
 	if w == nil || w.deadline == nil {
 		return func() {}
@@ -69,19 +70,23 @@ func (w *ResponseWriter) Bound(ctx context.Context) (stop func()) {
 		_ = d.rc.SetWriteDeadline(time.Now())
 		d.mu.Unlock()
 	})
-	return func() {
-		if !abort() {
-			<-done
-		}
-		d.mu.Lock()
-		if d.aborted {
-			now := time.Now()
-			d.aborted = false
-			d.set.Store(now.UnixNano())
-			_ = d.rc.SetWriteDeadline(now.Add(d.timeout))
-		}
-		d.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { d.resume(abort, done) }) }
+}
+
+// resume undoes Bound once the writes it bounded are over.
+func (d *writeDeadline) resume(abort func() bool, done <-chan struct{}) {
+	if !abort() {
+		<-done
 	}
+	d.mu.Lock()
+	if d.aborted {
+		now := time.Now()
+		d.aborted = false
+		d.set.Store(now.UnixNano())
+		_ = d.rc.SetWriteDeadline(now.Add(d.timeout))
+	}
+	d.mu.Unlock()
 }
 
 // last gives what the server still writes once the chain is done (the

@@ -259,6 +259,12 @@ func TestEdgeClientThatReadsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	for h.OpenStreams() == 0 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the call did not reach the upstream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// The client reads nothing; the model's timeout is 3 s.
 	deadline := start.Add(8 * time.Second)
 	for {
