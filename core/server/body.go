@@ -62,7 +62,6 @@ type body struct {
 	bodies  *Bodies
 	timeout time.Duration
 	held    int64 // budget reserved for it
-	read    bool  // a read was tried
 }
 
 // tooLarge is the 413 of a body over limit bytes.
@@ -94,13 +93,9 @@ func (b *body) busy() *apierr.Error {
 	return e.WithHeader("Retry-After", "1")
 }
 
-// Read reads the whole body, within the body timeout and the budget.
+// Read reads the whole body, within the body timeout (timedBody) and the
+// budget.
 func (b *body) Read() ([]byte, error) {
-	b.read = true
-	rc := http.NewResponseController(b.w)
-	if b.timeout > 0 {
-		_ = rc.SetReadDeadline(time.Now().Add(b.timeout))
-	}
 	rd := http.MaxBytesReader(b.w, b.r.Body, b.limit)
 	var buf []byte
 	if n := b.r.ContentLength; n > 0 {
@@ -127,12 +122,9 @@ func (b *body) Read() ([]byte, error) {
 		n, err := rd.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			// The deadline would also bound the response: lift it.
-			_ = rc.SetReadDeadline(time.Time{})
 			return buf, nil
 		}
 		if err != nil {
-			// The deadline stays: what is left of the body is not waited for.
 			return nil, readError(err, b.limit, b.timeout)
 		}
 	}
@@ -151,13 +143,47 @@ func readError(err error, limit int64, timeout time.Duration) *apierr.Error {
 	return apierr.New(apierr.InvalidRequest, "could not read the request body")
 }
 
-// done ends the call's hold on its body: the budget is given back, and a
-// body never read (the key was refused on the headers) is not waited for
-// either: the connection closes after the answer.
-func (b *body) done() {
-	b.bodies.give(b.held)
-	if !b.read && b.r.ContentLength != 0 {
-		b.w.Header().Set("Connection", "close")
-		_ = http.NewResponseController(b.w).SetReadDeadline(time.Now())
+// done gives back the body's share of the budget.
+func (b *body) done() { b.bodies.give(b.held) }
+
+// timedBody is a request body read within a deadline armed by its first
+// read (once the handler wants it, after the key was checked) and lifted
+// at its end, which would otherwise bound the response too.
+type timedBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	started bool
+}
+
+func (t *timedBody) Read(p []byte) (int, error) {
+	if !t.started {
+		t.started = true
+		if t.timeout > 0 {
+			_ = t.rc.SetReadDeadline(time.Now().Add(t.timeout))
+		}
+	}
+	n, err := t.ReadCloser.Read(p)
+	if err == io.EOF {
+		_ = t.rc.SetReadDeadline(time.Time{})
+	}
+	// On another error the deadline stays: the rest is not waited for.
+	return n, err
+}
+
+// timeBody wraps r's body in a timedBody; the returned end, called once
+// the request is answered, closes the connection of a body never read
+// (its key was refused on the headers) rather than read what is left.
+func timeBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) (end func()) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return func() {}
+	}
+	t := &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: timeout}
+	r.Body = t
+	return func() {
+		if !t.started {
+			w.Header().Set("Connection", "close")
+			_ = t.rc.SetReadDeadline(time.Now())
+		}
 	}
 }

@@ -230,9 +230,11 @@ func accountHandler(h kbapi.Handler) readHandler {
 
 // ServeHTTP gives every response its trace id, then routes. A write
 // deadline left by the call before on the connection is lifted: each call
-// sets its own.
+// sets its own. A body is read within the body timeout, by whichever
+// handler reads it after checking the key.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	defer timeBody(w, r, s.cfg.Server.BodyTimeoutOrDefault())()
 	id := NewRequestID()
 	h := w.Header()
 	h.Set("x-gateway-trace", id)
