@@ -101,6 +101,32 @@ func TestParseBlocks(t *testing.T) {
 			},
 		},
 		{
+			desc: "server timeouts, size caps, admin_listen, master_key_file",
+			src: `server {
+  admin_listen    = ":9091"
+  master_key_file = "/etc/tollgate/master.key"
+  header_timeout  = "5s"
+  body_timeout    = "10s"
+  idle_timeout    = "1m"
+  write_timeout   = "20s"
+  max_body_memory = "256MB"
+  max_event_size  = 1048576
+}`,
+			check: func(t *testing.T, c *Config) {
+				s := c.Server
+				if s.AdminListen != ":9091" || s.MasterKeyFile != "/etc/tollgate/master.key" ||
+					s.HeaderTimeout != 5*time.Second || s.BodyTimeout != 10*time.Second || s.IdleTimeout != time.Minute ||
+					s.WriteTimeout != 20*time.Second || s.MaxBodyMemory != 256<<20 || s.MaxEventSize != 1<<20 {
+					t.Errorf("server = %+v", s)
+				}
+				var d Server
+				if d.BodyTimeoutOrDefault() != DefaultBodyTimeout || d.MaxEventSizeOrDefault() != 16<<20 ||
+					d.MaxBodyMemoryOrDefault() != 512<<20 || d.IdleTimeoutOrDefault() != DefaultIdleTimeout {
+					t.Errorf("defaults of an empty server block")
+				}
+			},
+		},
+		{
 			desc: "server durability empty string is the default",
 			src:  `server { durability = "" }`,
 			check: func(t *testing.T, c *Config) {
@@ -388,6 +414,16 @@ func TestParseErrors(t *testing.T) {
 			desc: "unknown top-level attribute",
 			src:  `listen = "x"`,
 			want: `t.hcl:1,1-7: Unsupported argument; An argument named "listen" is not expected here.`,
+		},
+		{
+			desc: "a size that is not one",
+			src:  "server {\n  max_event_size = \"lots\"\n}",
+			want: `t.hcl:2,20-26: server: max_event_size: "lots" is not a size (want e.g. "16MB", "512MB", "1GB")`,
+		},
+		{
+			desc: "admin_listen not host:port",
+			src:  "server {\n  admin_listen = \"9090\"\n}",
+			want: `t.hcl:2,18-24: server: admin_listen: "9090" is not host:port (address 9090: missing port in address)`,
 		},
 		{
 			desc: "knowledge base id",
@@ -977,6 +1013,14 @@ func TestRenderRoundTrip(t *testing.T) {
     renew_interval       = "1m"
     renewal_window_ratio = 0.25
   }
+}`},
+		{desc: "server timeouts and caps", src: `server {
+  admin_listen    = "127.0.0.1:9091"
+  master_key_file = "/etc/tollgate/master.key"
+  body_timeout    = "10s"
+  write_timeout   = "20s"
+  max_body_memory = "1GB"
+  max_event_size  = "4MB"
 }`},
 		{desc: "server with static tls", src: `server {
   http_listen = "127.0.0.1:8081"
