@@ -33,12 +33,15 @@ type Bodies struct {
 // NewBodies returns a budget of limit bytes.
 func NewBodies(limit int64) *Bodies { return &Bodies{limit: limit} }
 
-// take reserves n bytes, or reports that they do not fit.
+// take reserves n bytes, or reports that they do not fit. A body larger
+// than the whole budget is let through when it is alone, so that a
+// budget below a route's cap slows such bodies down but never refuses
+// them all.
 func (b *Bodies) take(n int64) bool {
 	if b == nil || n <= 0 {
 		return true
 	}
-	if b.used.Add(n) > b.limit {
+	if u := b.used.Add(n); u > b.limit && u != n {
 		b.used.Add(-n)
 		return false
 	}
