@@ -174,9 +174,20 @@ func (t *timedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// A body never read (its key was refused on the headers, or its length
+// was) is read away after the answer, without being kept, for at most
+// drainTime and drainBytes: a client that writes its whole body before it
+// reads sees the refusal rather than a reset connection, and a client that
+// stalls is let go.
+const (
+	drainTime  = 5 * time.Second
+	drainBytes = 256 << 20
+)
+
 // timeBody wraps r's body in a timedBody; the returned end, called once
-// the request is answered, closes the connection of a body never read
-// (its key was refused on the headers) rather than read what is left.
+// the request is answered, sends the answer of a body never read and
+// reads that body away (drainTime, drainBytes), closing the connection
+// when there is more.
 func timeBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) (end func()) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return func() {}
@@ -184,9 +195,17 @@ func timeBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) (en
 	t := &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: timeout}
 	r.Body = t
 	return func() {
-		if !t.started {
-			w.Header().Set("Connection", "close")
-			_ = t.rc.SetReadDeadline(time.Now())
+		if t.started {
+			return
 		}
+		_ = t.rc.EnableFullDuplex() // the body may be read after the answer went out
+		_ = t.rc.Flush()
+		_ = t.rc.SetReadDeadline(time.Now().Add(drainTime))
+		if _, err := io.CopyN(io.Discard, t.ReadCloser, drainBytes); err == io.EOF {
+			_ = t.rc.SetReadDeadline(time.Time{})
+			return
+		}
+		w.Header().Set("Connection", "close")
+		_ = t.rc.SetReadDeadline(time.Now()) // the rest is not waited for
 	}
 }

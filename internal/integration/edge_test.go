@@ -148,9 +148,16 @@ func TestEdgeBodies(t *testing.T) {
 			if resp.StatusCode != 401 || !strings.Contains(string(body), "invalid_api_key") {
 				t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
 			}
-			if !closedWithin(c, 3*time.Second) {
+			// What it sends is read away, unkept, for 5 s at most.
+			if !closedWithin(c, 8*time.Second) {
 				t.Fatalf("%s: the connection of a refused body stays open", path)
 			}
+		}
+		// A client that writes its whole body before it reads (Go's, most
+		// SDKs') sees the refusal, not a reset connection.
+		r := do(t, "POST", g.URL+"/v1/chat/completions", bearer("sk-tollgate-"+strings.Repeat("0", 64)), chatPayload("h-chat", 40<<20))
+		if r.Status != 401 {
+			t.Fatalf("a whole keyless body: %d %s", r.Status, r.Body)
 		}
 	})
 
@@ -163,8 +170,15 @@ func TestEdgeBodies(t *testing.T) {
 		if resp.StatusCode != 413 || gjson.GetBytes(body, "error.code").Str != "invalid_request" {
 			t.Fatalf("%d %s", resp.StatusCode, body)
 		}
-		checkRow(t, w.last(t, 1), rowWant{status: "rejected", code: "invalid_request"})
-		w.settled(t, 1)
+		// Sent whole by a client that writes before it reads, the same.
+		r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatPayload("h-chat", 40<<20))
+		if r.Status != 413 {
+			t.Fatalf("a whole body too large: %d %s", r.Status, r.Body)
+		}
+		rows := w.rows(t, 2)
+		checkRow(t, rows[0], rowWant{status: "rejected", code: "invalid_request"})
+		checkRow(t, rows[1], rowWant{status: "rejected", code: "invalid_request"})
+		w.settled(t, 2)
 	})
 
 	t.Run("a trickled body times out", func(t *testing.T) {
@@ -188,10 +202,10 @@ func TestEdgeBodies(t *testing.T) {
 		checkRow(t, w.last(t, 1), rowWant{status: "rejected", code: "invalid_request"})
 		w.settled(t, 1)
 		// Keyless, a trickle is not waited for at all.
-		c = rawConn(t, g, 0)
-		head(t, c, "POST", "/v1/chat/completions", "", 1000)
-		_, _ = c.Write([]byte{' '})
-		if resp, body := answer(t, c, time.Second); resp.StatusCode != 401 {
+		keyless := rawConn(t, g, 0)
+		head(t, keyless, "POST", "/v1/chat/completions", "", 1000)
+		_, _ = keyless.Write([]byte{' '})
+		if resp, body := answer(t, keyless, time.Second); resp.StatusCode != 401 {
 			t.Fatalf("keyless trickle: %d %s", resp.StatusCode, body)
 		}
 	})
