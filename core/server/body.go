@@ -128,18 +128,18 @@ func (b *body) Read() ([]byte, error) {
 			return buf, nil
 		}
 		if err != nil {
-			return nil, readError(err, b.limit, b.timeout)
+			return nil, readError(err, b.limit, b.r.ContentLength, b.timeout)
 		}
 	}
 }
 
-func readError(err error, limit int64, timeout time.Duration) *apierr.Error {
+func readError(err error, limit, length int64, timeout time.Duration) *apierr.Error {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		return tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		e := apierr.Newf(apierr.InvalidRequest, "the request body did not arrive within %s", timeout)
+		e := apierr.Newf(apierr.InvalidRequest, "the request body did not arrive within %s", bodyDeadline(timeout, length).Round(time.Second))
 		e.Status = http.StatusRequestTimeout
 		return e
 	}
@@ -151,12 +151,27 @@ func (b *body) done() { b.bodies.give(b.held) }
 
 // timedBody is a request body read within a deadline armed by its first
 // read (once the handler wants it, after the key was checked) and lifted
-// at its end, which would otherwise bound the response too.
+// at its end, which would otherwise bound the response too. The deadline
+// is the body timeout, plus a second for each minBodyRate bytes of the
+// length the body declares: a large upload on a slow link arrives, a
+// trickle does not.
 type timedBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
 	timeout time.Duration
 	started bool
+}
+
+// minBodyRate is the slowest a declared body may arrive beyond the body
+// timeout, in bytes a second.
+const minBodyRate = 512 << 10
+
+// bodyDeadline is how long a body of length bytes (-1: unknown) may take.
+func bodyDeadline(timeout time.Duration, length int64) time.Duration {
+	if length > 0 {
+		timeout += time.Duration(length) * time.Second / minBodyRate
+	}
+	return timeout
 }
 
 func (t *timedBody) Read(p []byte) (int, error) {
@@ -192,7 +207,7 @@ func timeBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) (en
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return func() {}
 	}
-	t := &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: timeout}
+	t := &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: bodyDeadline(timeout, r.ContentLength)}
 	r.Body = t
 	return func() {
 		if t.started {
