@@ -55,11 +55,10 @@ func PrivateAddr(ip netip.Addr) bool {
 }
 
 // CheckRedirect is the redirect policy of URLs the gateway is handed: at
-// most five, each within http(s) and dialled through the same check, and
-// none carrying a credential: the URL's userinfo and the Authorization,
-// Proxy-Authorization and Cookie headers are dropped; to another host,
-// every header the first request carried is (an upstream's credentials go
-// to the upstream only).
+// most five, each within http(s) and dialled through the same check; a
+// redirect's own userinfo is dropped, and a redirect to another host drops
+// every header the first request carried (an upstream's credentials go to
+// the upstream only).
 func CheckRedirect(r *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return errors.New("too many redirects")
@@ -70,9 +69,6 @@ func CheckRedirect(r *http.Request, via []*http.Request) error {
 	r.URL.User = nil
 	if r.URL.Host != via[0].URL.Host {
 		r.Header = http.Header{"User-Agent": via[0].Header["User-Agent"]}
-	}
-	for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie"} {
-		r.Header.Del(h)
 	}
 	return nil
 }

@@ -35,8 +35,21 @@ func newFetchClient(allowPrivate bool) *http.Client {
 			DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 64, MaxIdleConnsPerHost: 4,
 			IdleConnTimeout: 30 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
 		},
-		CheckRedirect: netguard.CheckRedirect,
+		CheckRedirect: noCredentials,
 	}
+}
+
+// noCredentials is the redirect policy of a client's URL: netguard's, and
+// no credential on any hop (the gateway has none of its own to give such
+// a URL).
+func noCredentials(r *http.Request, via []*http.Request) error {
+	if err := netguard.CheckRedirect(r, via); err != nil {
+		return err
+	}
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie"} {
+		r.Header.Del(h)
+	}
+	return nil
 }
 
 // FetchError is why a client's URL could not be fetched. Reason, its
