@@ -15,7 +15,9 @@ import (
 const (
 	DefaultHeaderTimeout = 30 * time.Second
 	DefaultBodyTimeout   = 60 * time.Second
-	DefaultIdleTimeout   = 60 * time.Second
+	// Longer than the idle time clients keep connections for (Go's 90 s),
+	// or a client would send on a connection the server is closing.
+	DefaultIdleTimeout   = 120 * time.Second
 	DefaultWriteTimeout  = 60 * time.Second
 	DefaultMaxBodyMemory = 512 << 20
 	DefaultMaxEventSize  = 16 << 20
