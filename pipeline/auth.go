@@ -199,6 +199,16 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 	if !c.Quiet {
 		s.auth.Used(ctx, k)
 	}
+	if read := c.ReadBody; read != nil {
+		// The key is known: only now is the body read (a 402's row keeps
+		// the model the body names). A body that could not be read ends
+		// the call here: the server may have given up the request's
+		// context with the connection.
+		c.ReadBody = nil
+		if c.Body, c.BodyErr = read(); c.BodyErr != nil {
+			return c.BodyErr
+		}
+	}
 	if c.Billed {
 		w, err := s.store.GetWallet(ctx, acct.ID)
 		if err != nil {
@@ -215,12 +225,6 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 			return lerr
 		}
 		c.Defer(release)
-	}
-	if read := c.ReadBody; read != nil {
-		// The key is known: only now is the body read (a refusal of it is
-		// the call's, logged as such by the stages that need the body).
-		c.ReadBody = nil
-		c.Body, c.BodyErr = read()
 	}
 	return nil
 }
