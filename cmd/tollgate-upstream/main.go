@@ -4,14 +4,13 @@
 //
 //	tollgate-upstream --listen 127.0.0.1:9999 --api-key X [--fault SPEC] [--latency DUR] [--slow DUR]
 //
-// With --proxy-to URL it is instead a bare reverse proxy to URL (net/http
-// server and client, keep-alive pool, each read of the answer flushed): the
-// benchmark's reference for what any Go proxy costs, with no auth, money,
-// logs or plugin.
+// With --proxy-to URL it is instead the plainest fair reverse proxy there
+// is: httputil.NewSingleHostReverseProxy, every read flushed, a keep-alive
+// pool as large as the load's concurrency, and nothing else. It is the
+// benchmark's reference: every figure of make bench is a ratio to it.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/signal"
@@ -58,11 +58,12 @@ func run(args []string, log io.Writer) error {
 	latency := fs.Duration("latency", 0, "wait before each answer")
 	slow := fs.Duration("slow", 0, "wait between stream events")
 	proxyTo := fs.String("proxy-to", "", "be a bare reverse proxy to this URL instead (benchmark reference)")
+	proxyConns := fs.Int("proxy-conns", 256, "with --proxy-to: idle upstream connections kept (at least the load's concurrency)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *proxyTo != "" {
-		return proxy(*listen, *proxyTo, log)
+		return proxy(*listen, *proxyTo, *proxyConns, log)
 	}
 	var k sim.Knobs
 	if err := sim.ParseSpec(*fault, &k); err != nil {
@@ -90,66 +91,11 @@ func run(args []string, log io.Writer) error {
 	return nil
 }
 
-func proxy(listen, target string, log io.Writer) error {
-	u, err := url.Parse(target)
+func proxy(listen, target string, conns int, log io.Writer) error {
+	h, err := referenceProxy(target, conns)
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        1024,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}}
-	// A request forwarded as it came, its answer relayed read by read,
-	// each read flushed: what a minimal streaming proxy does. The body is
-	// read first: handed to the client as the server's request body, the
-	// transport now and then closed the upstream connection mid-answer.
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return
-		}
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String()+r.URL.RequestURI(), bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		for _, k := range []string{"Authorization", "Content-Type", "X-Api-Key", "Anthropic-Version"} {
-			if v := r.Header.Get(k); v != "" {
-				out.Header.Set(k, v)
-			}
-		}
-		resp, err := hc.Do(out)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for _, k := range []string{"Content-Type", "Cache-Control", "Content-Length"} {
-			if v := resp.Header.Get(k); v != "" {
-				w.Header().Set(k, v)
-			}
-		}
-		w.WriteHeader(resp.StatusCode)
-		f, _ := w.(http.Flusher)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					return
-				}
-				if f != nil {
-					f.Flush()
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
@@ -166,4 +112,26 @@ func proxy(listen, target string, log io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// referenceProxy is httputil's single-host reverse proxy to target with
+// FlushInterval -1 (each read of the answer flushed, as a streaming proxy
+// must) over the default transport, its idle pool raised to conns per host:
+// with the default of 2, a loaded proxy reopens upstream connections and
+// every ratio to it flatters the gateway.
+func referenceProxy(target string, conns int) (*httputil.ReverseProxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("--proxy-to %q: want an absolute URL", target)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = max(conns, 64)
+	tr.MaxIdleConnsPerHost = max(conns, 64)
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.Transport = tr
+	p.FlushInterval = -1
+	return p, nil
 }

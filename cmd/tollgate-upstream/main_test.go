@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -21,5 +25,41 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	if exitCode(errors.New("x"), &log) != 1 {
 		t.Error("an error is exit 1")
+	}
+}
+
+// The reference proxy is httputil's, flushing every read, with an idle
+// pool as large as the load, and relays requests and answers as they are.
+func TestReferenceProxy(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s %s %s\n\n", r.Method, r.URL.Path, b)
+	}))
+	defer up.Close()
+	p, err := referenceProxy(up.URL, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.Transport.(*http.Transport)
+	if p.FlushInterval != -1 || tr.MaxIdleConnsPerHost != 128 || tr.MaxIdleConns < 128 {
+		t.Fatalf("flush %v, idle per host %d, idle %d", p.FlushInterval, tr.MaxIdleConnsPerHost, tr.MaxIdleConns)
+	}
+	if p, _ := referenceProxy(up.URL, 1); p.Transport.(*http.Transport).MaxIdleConnsPerHost != 64 {
+		t.Fatal("a pool under 64 connections")
+	}
+	front := httptest.NewServer(p)
+	defer front.Close()
+	resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"x":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "data: POST /v1/chat/completions {\"x\":1}\n\n" || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %q %v", resp.StatusCode, b, resp.Header)
+	}
+	if _, err := referenceProxy("not a url", 64); err == nil {
+		t.Fatal("a relative target accepted")
 	}
 }
