@@ -211,6 +211,28 @@ type Channel struct {
 	IdleTimeout time.Duration
 	Tools       []string // built-in tools this channel supports (narrows the model's)
 	Settings    map[string]string
+	// Transport is how the gateway reaches the channel's vendor: "" (out
+	// of process, the default: its plugin process) or TransportInProcess
+	// (a vendor built into the gateway, called in its own process). Every
+	// channel of one vendor uses the same.
+	Transport string
+}
+
+// The transports of a channel's vendor.
+const (
+	TransportOutOfProcess = "out-of-process"
+	TransportInProcess    = "in-process"
+)
+
+// InProcess reports whether the vendor's channels run inside the
+// gateway's process (all of them do, or none: the loader sees to it).
+func (c *Config) InProcess(vendor string) bool {
+	for i := range c.Channels {
+		if c.Channels[i].Vendor == vendor {
+			return c.Channels[i].Transport == TransportInProcess
+		}
+	}
+	return false
 }
 
 // UpstreamModel returns the upstream id for a client model id on this channel

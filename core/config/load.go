@@ -307,6 +307,7 @@ func (d *decoder) file(body hcl.Body) *Config {
 		}
 	}
 	d.checkTranslateFrom(cfg, reg.translateFrom)
+	d.checkTransports(cfg)
 	return cfg
 }
 
@@ -1078,7 +1079,7 @@ var channelSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "vendor", Required: true}, {Name: "base_url"}, {Name: "api_key"},
 	{Name: "families"}, {Name: "protocols"}, {Name: "models"}, {Name: "priority"},
 	{Name: "weight"}, {Name: "timeout"}, {Name: "idle_timeout"}, {Name: "tools"}, {Name: "settings"}, {Name: "free"},
-	{Name: "enabled"},
+	{Name: "enabled"}, {Name: "transport"},
 }}
 
 // channel reads a channel block; enabled is false for `enabled = false`.
@@ -1152,7 +1153,41 @@ func (d *decoder) channel(b *hcl.Block, reg *registry) (ch Channel, enabled bool
 	d.duration(c.Attributes["idle_timeout"], where, &ch.IdleTimeout)
 	ch.Tools = d.tools(c.Attributes["tools"], where)
 	ch.Settings = d.strMap(c.Attributes["settings"], where)
+	if a := c.Attributes["transport"]; a != nil && d.str(a, where, &ch.Transport) {
+		switch ch.Transport {
+		case TransportOutOfProcess:
+			ch.Transport = "" // the default
+		case TransportInProcess:
+		default:
+			d.errorf(a.Expr.Range(), where, "transport: %q is not a transport (want %q, the default, or %q for a vendor built into tollgate)",
+				ch.Transport, TransportOutOfProcess, TransportInProcess)
+		}
+	}
 	return ch, enabled
+}
+
+// checkTransports refuses a vendor whose channels ask for different
+// transports: a vendor runs in one place, its plugin process or the
+// gateway's.
+func (d *decoder) checkTransports(cfg *Config) {
+	first := map[string]*Channel{}
+	for i := range cfg.Channels {
+		ch := &cfg.Channels[i]
+		prev, ok := first[ch.Vendor]
+		if !ok {
+			first[ch.Vendor] = ch
+			continue
+		}
+		if prev.Transport == ch.Transport {
+			continue
+		}
+		r, ok := d.ranges[Ref{Kind: "channel", Name: ch.Name, Attr: "transport"}]
+		if !ok {
+			r = d.ranges[Ref{Kind: "channel", Name: ch.Name}]
+		}
+		d.errorf(r, fmt.Sprintf("channel %q", ch.Name), "transport: the vendor %q runs %s for channel %q and %s here; all channels of one vendor use one transport",
+			ch.Vendor, transportName(prev.Transport), prev.Name, transportName(ch.Transport))
+	}
 }
 
 // minAdminToken is the shortest admin token that does not draw a warning.
@@ -1423,4 +1458,11 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func transportName(t string) string {
+	if t == "" {
+		return TransportOutOfProcess
+	}
+	return t
 }

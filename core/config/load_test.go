@@ -194,6 +194,32 @@ channel "main" {
 			},
 		},
 		{
+			desc: "transport: in process for one vendor, out of process (said or not) for another",
+			src: chatModels + `
+channel "a" {
+  vendor    = "openai"
+  protocols = ["openai_chat"]
+  transport = "in-process"
+}
+channel "b" {
+  vendor    = "sim"
+  protocols = ["openai_chat"]
+  transport = "out-of-process"
+}
+channel "c" {
+  vendor    = "sim"
+  protocols = ["openai_chat"]
+}`,
+			check: func(t *testing.T, c *Config) {
+				if c.Channels[0].Transport != TransportInProcess || c.Channels[1].Transport != "" || c.Channels[2].Transport != "" {
+					t.Errorf("transports %q %q %q", c.Channels[0].Transport, c.Channels[1].Transport, c.Channels[2].Transport)
+				}
+				if !c.InProcess("openai") || c.InProcess("sim") || c.InProcess("gemini") {
+					t.Error("InProcess is wrong")
+				}
+			},
+		},
+		{
 			desc: "channel defaults: families chat, weight 1",
 			src: chatModels + `
 channel "c" {
@@ -609,6 +635,16 @@ func TestParseErrors(t *testing.T) {
 			desc: "unknown channel attribute",
 			src:  "channel \"c\" {\n  vendor = \"sim\"\n  protocols = [\"openai_chat\"]\n  region = \"eu\"\n}",
 			want: `t.hcl:4,3-9: channel "c": Unsupported argument; An argument named "region" is not expected here.`,
+		},
+		{
+			desc: "unknown transport",
+			src:  "channel \"c\" {\n  vendor = \"sim\"\n  protocols = [\"openai_chat\"]\n  transport = \"grpc\"\n}",
+			want: `t.hcl:4,15-21: channel "c": transport: "grpc" is not a transport (want "out-of-process", the default, or "in-process" for a vendor built into tollgate)`,
+		},
+		{
+			desc: "one vendor, two transports",
+			src:  "channel \"a\" {\n  vendor = \"sim\"\n  protocols = [\"openai_chat\"]\n}\nchannel \"b\" {\n  vendor = \"sim\"\n  protocols = [\"openai_chat\"]\n  transport = \"in-process\"\n}",
+			want: `t.hcl:8,15-27: channel "b": transport: the vendor "sim" runs out-of-process for channel "a" and in-process here; all channels of one vendor use one transport`,
 		},
 		{
 			desc: "unknown vendor protocol",
@@ -1050,6 +1086,7 @@ channel "c" {
   priority  = 3
   weight    = 2
   timeout   = "1m30s"
+  transport = "in-process"
   tools     = ["web_search"]
   settings  = {}
 }`},

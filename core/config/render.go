@@ -138,6 +138,9 @@ func Render(c *Config) string {
 		if ch.Timeout != 0 {
 			b.SetAttributeValue("timeout", cty.StringVal(ch.Timeout.String()))
 		}
+		if ch.Transport == TransportInProcess {
+			b.SetAttributeValue("transport", cty.StringVal(ch.Transport))
+		}
 		if ch.IdleTimeout != 0 {
 			b.SetAttributeValue("idle_timeout", cty.StringVal(ch.IdleTimeout.String()))
 		}

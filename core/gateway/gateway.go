@@ -66,6 +66,10 @@ type Options struct {
 	// LoadConfig reads it. Both optional (reload.go).
 	Reload     <-chan struct{}
 	LoadConfig func() (*config.Config, error)
+	// Builtins are the vendors a channel may run in process (transport =
+	// "in-process"); nil means those built into this binary
+	// (core/gateway/builtin).
+	Builtins map[string]host.Builtin
 }
 
 // Gateway is one running Tollgate.
@@ -250,7 +254,7 @@ func (g *Gateway) provisionPlugins(ctx context.Context) error {
 	g.plugins = host.New(g.log.Named("plugin"))
 	g.plugins.SetRestartWait(g.cfg.Server.PluginRestartWait)
 	g.onCleanup(func() error { g.plugins.Close(); return nil })
-	vendors, err := preflight(ctx, g.cfg, g.o.Stages, g.plugins, g.log)
+	vendors, err := preflight(ctx, g.cfg, g.o.Stages, g.plugins, builtins(g.o), g.log)
 	if err != nil {
 		return err
 	}

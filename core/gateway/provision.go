@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/core/gateway/builtin"
 	"github.com/tollgate-gw/tollgate/core/tlsserve"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
@@ -37,7 +38,7 @@ func Check(ctx context.Context, o Options) error {
 	}
 	plugins := host.New(log.Named("plugin"))
 	defer plugins.Close()
-	vendors, err := preflight(ctx, cfg, reg, plugins, log)
+	vendors, err := preflight(ctx, cfg, reg, plugins, builtins(o), log)
 	if err != nil {
 		return err
 	}
@@ -70,44 +71,98 @@ func refuseUnsupported(cfg *config.Config) error {
 	return nil
 }
 
-// startFunc starts (or, on a reload, reconfigures) the plugin name at
-// path with its config.
-type startFunc func(ctx context.Context, name, path string, vc vendor.Config) (vendor.Vendor, error)
+// pluginSpec is where a vendor's code runs: its plugin binary at path,
+// or, for a channel with transport = "in-process", the built-in vendor.
+type pluginSpec struct {
+	name    string
+	path    string
+	builtin host.Builtin
+}
+
+// startFunc starts (or, on a reload, reconfigures) the plugin of sp with
+// its config.
+type startFunc func(ctx context.Context, sp pluginSpec, vc vendor.Config) (vendor.Vendor, error)
+
+// builtins are the vendors that may run in process: the Options', else
+// those built into this binary.
+func builtins(o Options) map[string]host.Builtin {
+	if o.Builtins != nil {
+		return o.Builtins
+	}
+	return builtin.Vendors()
+}
 
 // startVendors launches each vendor plugin the channels use, handing each
 // only its own channels and secrets. Every problem (a vendor with no
 // plugin, a channel its plugin refuses) is reported at its place in the
 // file, all of them at once.
-func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
-	return eachVendor(ctx, cfg, h.Start, log)
+func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, in map[string]host.Builtin, log hclog.Logger) (map[string]vendor.Vendor, error) {
+	return eachVendor(ctx, cfg, in, func(ctx context.Context, sp pluginSpec, vc vendor.Config) (vendor.Vendor, error) {
+		if sp.builtin != nil {
+			return h.StartInProcess(ctx, sp.name, sp.builtin, vc)
+		}
+		return h.Start(ctx, sp.name, sp.path, vc)
+	}, log)
 }
 
-// eachVendor finds each plugin the channels use and hands it to start
-// with its config.
-func eachVendor(ctx context.Context, cfg *config.Config, start startFunc, log hclog.Logger) (map[string]vendor.Vendor, error) {
+// eachVendor finds each plugin the channels use (its binary, or the
+// built-in vendor of in for one that runs in process) and hands it to
+// start with its config.
+func eachVendor(ctx context.Context, cfg *config.Config, in map[string]host.Builtin, start startFunc, log hclog.Logger) (map[string]vendor.Vendor, error) {
 	out := map[string]vendor.Vendor{}
 	var problems []*config.Error
 	for _, name := range cfg.PluginNames() {
-		var explicit string
-		for _, p := range cfg.Plugins {
-			if p.Name == name {
-				explicit = p.Path
+		sp := pluginSpec{name: name}
+		if cfg.InProcess(name) {
+			if sp.builtin = in[name]; sp.builtin == nil {
+				problems = append(problems, notBuiltin(cfg, name, in))
+				continue
 			}
+		} else {
+			var explicit string
+			for _, p := range cfg.Plugins {
+				if p.Name == name {
+					explicit = p.Path
+				}
+			}
+			path, err := host.Find(name, explicit)
+			if err != nil {
+				problems = append(problems, noPlugin(cfg, name, explicit)...)
+				continue
+			}
+			sp.path = path
 		}
-		path, err := host.Find(name, explicit)
+		v, err := start(ctx, sp, vendorConfig(cfg, name))
 		if err != nil {
-			problems = append(problems, noPlugin(cfg, name, explicit)...)
-			continue
-		}
-		v, err := start(ctx, name, path, vendorConfig(cfg, name))
-		if err != nil {
-			problems = append(problems, pluginRefused(cfg, name, path, err))
+			problems = append(problems, pluginRefused(cfg, name, sp.where(), err))
 			continue
 		}
 		out[name] = v
-		log.Debug("plugin started", "name", name, "path", path)
+		log.Debug("plugin started", "name", name, "path", sp.where())
 	}
 	return out, join(problems)
+}
+
+// where names the plugin's code for messages: its binary, or "in process".
+func (sp pluginSpec) where() string {
+	if sp.builtin != nil {
+		return "built in, in process"
+	}
+	return sp.path
+}
+
+// notBuiltin refuses transport = "in-process" for a vendor this binary
+// does not carry, at the first channel asking for it.
+func notBuiltin(cfg *config.Config, name string, in map[string]host.Builtin) *config.Error {
+	ref := config.Ref{Kind: "channel"}
+	for _, ch := range cfg.Channels {
+		if ch.Vendor == name {
+			ref.Name, ref.Attr = ch.Name, "transport"
+			break
+		}
+	}
+	return cfg.Refuse(ref, "the vendor %q is not built into tollgate, so it cannot run in process (the built-in vendors are %s); a third-party plugin runs out of process: remove transport",
+		name, strings.Join(slices.Sorted(maps.Keys(in)), ", "))
 }
 
 // vendorConfig is what the plugin name is configured with: its settings
@@ -232,12 +287,12 @@ func didYouMean(name string, options []string) string {
 
 // preflight starts the vendor plugins after the checks that need nothing
 // running, and reports every problem of both at once.
-func preflight(ctx context.Context, cfg *config.Config, reg *pipeline.Registry, h *host.Host, log hclog.Logger) (map[string]vendor.Vendor, error) {
+func preflight(ctx context.Context, cfg *config.Config, reg *pipeline.Registry, h *host.Host, in map[string]host.Builtin, log hclog.Logger) (map[string]vendor.Vendor, error) {
 	if err := refuseUnsupported(cfg); err != nil {
 		return nil, err
 	}
 	problems := checkStages(reg, cfg)
-	vendors, err := startVendors(ctx, cfg, h, log)
+	vendors, err := startVendors(ctx, cfg, h, in, log)
 	var ce *config.Error
 	if errors.As(err, &ce) {
 		problems = append(problems, ce)

@@ -61,10 +61,14 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 			undo[i]()
 		}
 	}
-	vendors, err := eachVendor(ctx, cfg, func(ctx context.Context, name, path string, vc vendor.Config) (vendor.Vendor, error) {
+	vendors, err := eachVendor(ctx, cfg, builtins(g.o), func(ctx context.Context, sp pluginSpec, vc vendor.Config) (vendor.Vendor, error) {
+		name := sp.name
 		if p := g.plugins.Get(name); p != nil {
-			if p.Path() != path {
-				g.log.Warn("reload: a plugin's path changed; the running one is kept until a restart", "plugin", name, "running", p.Path(), "config", path)
+			switch {
+			case p.InProcess() != (sp.builtin != nil):
+				g.log.Warn("reload: a vendor's transport changed; it keeps running as it does until a restart", "plugin", name, "in_process", p.InProcess())
+			case !p.InProcess() && p.Path() != sp.path:
+				g.log.Warn("reload: a plugin's path changed; the running one is kept until a restart", "plugin", name, "running", p.Path(), "config", sp.path)
 			}
 			old := p.Config()
 			if err := p.Configure(ctx, vc); err != nil {
@@ -77,7 +81,13 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 			})
 			return p, nil
 		}
-		v, err := g.plugins.Start(ctx, name, path, vc)
+		var v vendor.Vendor
+		var err error
+		if sp.builtin != nil {
+			v, err = g.plugins.StartInProcess(ctx, name, sp.builtin, vc)
+		} else {
+			v, err = g.plugins.Start(ctx, name, sp.path, vc)
+		}
 		if err == nil {
 			undo = append(undo, func() { g.plugins.Stop(name) })
 		}

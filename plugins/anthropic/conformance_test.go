@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-conformance"}).Handler())
 			t.Cleanup(up.Close)
 			vt.Configure(t, v, vendor.Channel{Name: "main", BaseURL: up.URL, APIKey: "sk-conformance"})
-			return v
+			return vendor.InProcess(v, nil) // as the gateway runs it in process
 		},
 		Request: conformance.MarkerRequest,
 	})

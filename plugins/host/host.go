@@ -1,5 +1,7 @@
 // Package host starts vendor plugin processes, keeps one long-lived client
-// per plugin, restarts a plugin that dies, and kills them all on Close.
+// per plugin, restarts a plugin that dies, and kills them all on Close. It
+// also runs the built-in vendors inside the gateway's process when a
+// channel asks for it (inprocess.go), behind the same Plugin type.
 package host
 
 import (
@@ -167,18 +169,25 @@ type Plugin struct {
 
 	wait     *atomic.Int64 // the host's RestartWait
 	restarts atomic.Int64  // processes started again after an exit
+
+	// builtin, when set, makes the vendor inside the gateway's process
+	// (the in-process transport): no process, client stays nil.
+	builtin Builtin
 }
 
 // set replaces the client and its vendor and wakes the calls waiting for
 // them; p.mu is held.
 func (p *Plugin) set(c *plugin.Client, v vendor.Vendor) {
 	p.client, p.v = c, v
-	p.alive.Store(c != nil && v != nil)
+	p.alive.Store(v != nil && (c != nil || p.builtin != nil))
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
 
 func (p *Plugin) launch(ctx context.Context) error {
+	if p.builtin != nil {
+		return p.launchInProcess(ctx)
+	}
 	cmd := exec.Command(p.path)
 	cmd.Env = []string{} // a plugin sees only its own config, never the host's environment
 	ownGroup(cmd)
@@ -274,7 +283,9 @@ func (p *Plugin) supervise() {
 // first, so the process it started is killed too.
 func (p *Plugin) kill() {
 	p.cancel()
-	<-p.done
+	if p.builtin == nil {
+		<-p.done
+	}
 	p.mu.Lock()
 	c, v := p.client, p.v
 	p.set(nil, nil)
@@ -302,7 +313,7 @@ func (p *Plugin) current(ctx context.Context) (vendor.Vendor, *plugin.Client, er
 		p.mu.RLock()
 		v, c, changed := p.v, p.client, p.changed
 		p.mu.RUnlock()
-		if v != nil && c != nil && !c.Exited() {
+		if v != nil && (c != nil && !c.Exited() || p.builtin != nil) {
 			return v, c, nil
 		}
 		if timeout == nil {
@@ -328,7 +339,7 @@ func (p *Plugin) current(ctx context.Context) (vendor.Vendor, *plugin.Client, er
 func (p *Plugin) up() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.v != nil && p.client != nil && !p.client.Exited()
+	return p.v != nil && (p.builtin != nil || p.client != nil && !p.client.Exited())
 }
 
 // Up reports whether the plugin's process ran when the host last looked
@@ -351,7 +362,7 @@ func (p *Plugin) transport(c *plugin.Client, err error) error {
 	if errors.As(err, &f) {
 		return err
 	}
-	if exited(c) {
+	if c != nil && exited(c) {
 		return p.died()
 	}
 	return &vendor.Failure{Kind: vendor.FailureConnect, Message: "the vendor plugin " + p.name + " failed: " + err.Error()}

@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 			if err := v.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main"}}}); err != nil {
 				t.Fatal(err)
 			}
-			return v
+			return vendor.InProcess(v, nil) // as the gateway runs it in process
 		},
 		Protocols: protos,
 		Request:   conformance.MarkerRequest,

@@ -367,10 +367,12 @@ func (s *Suite) recorded() bool {
 // Wrap puts a vendor behind a transport (or none).
 type Wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor
 
-// Transports runs fn twice: with the vendor in process, and behind the
-// real gRPC transport (OverGRPC), so both behave alike.
+// Transports runs fn twice: behind the in-process transport
+// (vendor.InProcess, as the gateway runs a built-in vendor for a channel
+// with transport = "in-process") and behind the real gRPC transport
+// (OverGRPC), so both behave alike.
 func Transports(t *testing.T, fn func(t *testing.T, wrap Wrap)) {
 	t.Helper()
-	t.Run("in_process", func(t *testing.T) { fn(t, func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return v }) })
+	t.Run("in_process", func(t *testing.T) { fn(t, func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return vendor.InProcess(v, nil) }) })
 	t.Run("grpc", func(t *testing.T) { fn(t, OverGRPC) })
 }
