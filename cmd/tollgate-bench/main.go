@@ -1,7 +1,9 @@
-// Command tollgate-bench measures Tollgate's cost per request against a
-// direct call to the same upstream (`make bench`). It starts the upstream
-// simulator and the gateway from --bin, runs interleaved closed-loop
-// windows and writes latest.json, latest.md and latest.png to --out.
+// Command tollgate-bench measures Tollgate's cost per request (`make
+// bench`) as ratios to the plainest fair reverse proxy in front of the same
+// upstream, beside a direct call. It starts the upstream simulator, the
+// reference proxy and two gateways (the vendor in its plugin process, and
+// in the gateway's) from --bin, runs interleaved closed-loop windows and
+// writes latest.json, latest.md, latest.png and the profiles to --out.
 package main
 
 import (
@@ -29,15 +31,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	bin := fs.String("bin", "bin", "directory holding tollgate, its tollgate-plugin-* and tollgate-upstream")
 	window := fs.Duration("duration", 5*time.Second, "length of one measured window")
-	rounds := fs.Int("rounds", 2, "direct/gateway window pairs per case and concurrency (at least 2)")
+	rounds := fs.Int("rounds", 3, "rounds per case and concurrency, each one window of every target (at least 2)")
 	out := fs.String("out", "bench-results", "directory for latest.json, latest.md and latest.png")
-	cpuProfile := fs.String("cpuprofile", "", "write gateway CPU profiles here (one per case, name inserted before the extension)")
-	memProfile := fs.String("memprofile", "", "write gateway allocation profiles here (one per case)")
+	profiles := fs.String("profiles", "", "directory for a CPU and an allocation profile of each case and gateway (default OUT/profiles)")
+	noProfiles := fs.Bool("no-profiles", false, "take no profiles")
 	seedRows := fs.Int("seed-rows", 0, "also measure completions at c=64 after writing this many log rows into the store")
-	noProxy := fs.Bool("no-proxy-reference", false, "skip measuring a bare reverse proxy for scale")
+	noProxy := fs.Bool("no-proxy-reference", false, "skip the reference proxy (and with it every ratio)")
+	noInProcess := fs.Bool("no-in-process", false, "skip the gateway whose vendor runs in its own process (transport = \"in-process\")")
 	cases := fs.String("cases", "", "comma-separated case names to run (default: all)")
 	logLevel := fs.String("gateway-log-level", "info", "the gateway's --log-level")
-	withMetrics := fs.Bool("metrics", false, "serve /metrics beside the gateway (server.metrics_listen): measure it with its Prometheus hooks on")
+	noMetrics := fs.Bool("no-metrics", false, "run the gateways without /metrics (on by default, as in the budget's default configuration)")
 	check := fs.Bool("check", false, "print PASS/FAIL against the performance budget; exit 1 on FAIL")
 	fromJSON := fs.String("from-json", "", "render the table, chart and checks of an earlier results file instead of running")
 	storeKind := fs.String("store", "badger", "the gateway's store: badger, or postgres (several instances' backend)")
@@ -70,8 +73,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
-			NoProxyReference: *noProxy, Metrics: *withMetrics, NoMedia: *noMedia,
-			CPUProfile: *cpuProfile, MemProfile: *memProfile,
+			NoProxyReference: *noProxy, NoInProcess: *noInProcess, NoMetrics: *noMetrics, NoMedia: *noMedia,
+			ProfileDir: *profiles,
+		}
+		if o.ProfileDir == "" && !*noProfiles {
+			o.ProfileDir = filepath.Join(*out, "profiles")
+		}
+		if *noProfiles {
+			o.ProfileDir = ""
 		}
 		switch *storeKind {
 		case "badger":

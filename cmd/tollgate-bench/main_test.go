@@ -15,14 +15,15 @@ func TestRunFromJSON(t *testing.T) {
 	t.Parallel()
 	within := &bench.Results{
 		Machine: bench.Machine{NProc: 2, GoVersion: "go1.26.8", Date: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)},
-		Window:  "3s", Rounds: 2, PeakRSS: 50 << 20,
+		Window:  "3s", Rounds: 2, PeakRSS: 150 << 20, PeakAnonRSS: 50 << 20,
 		Cases: []bench.CaseResult{
-			{Case: "completions", Concurrency: 1, AddedP50US: 100},
-			{Case: "completions", Concurrency: 64, Gateway: bench.Side{CPUPerRequestUS: 80}, ThroughputRatio: 0.5},
+			{Case: "completions", Concurrency: 1, AddedP50US: 100, AddedP50Ratio: &bench.Ratio{Value: 1.1}},
+			{Case: "completions", Concurrency: 64, Gateway: bench.Side{CPUPerRequestUS: 80}, ThroughputRatio: 0.5,
+				CPURatio: &bench.Ratio{Value: 0.9, Rounds: []float64{0.8, 0.95}}},
 		},
 	}
 	over := *within
-	over.PeakRSS = 200 << 20
+	over.PeakAnonRSS = 100 << 20
 	failed := *within
 	failed.Cases = []bench.CaseResult{{Case: "completions", Concurrency: 1, Gateway: bench.Side{Errors: 2}}}
 	tests := []struct {
@@ -34,8 +35,8 @@ func TestRunFromJSON(t *testing.T) {
 		wantErr  string
 	}{
 		{desc: "within budget", res: within, args: []string{"--check"}, wantCode: 0, wantOut: "budget: PASS"},
-		{desc: "over budget fails --check", res: &over, args: []string{"--check"}, wantCode: 1, wantOut: "FAIL  peak RSS"},
-		{desc: "over budget without --check", res: &over, wantCode: 0, wantOut: "| completions | 64 |"},
+		{desc: "over budget fails --check", res: &over, args: []string{"--check"}, wantCode: 1, wantOut: "FAIL  anonymous memory"},
+		{desc: "over budget without --check", res: &over, wantCode: 0, wantOut: "| completions | 64 | gateway |"},
 		{desc: "failed requests are loud", res: &failed, wantCode: 1, wantErr: "2 REQUEST(S) FAILED"},
 	}
 	for _, tc := range tests {

@@ -110,14 +110,6 @@ func TestHelpers(t *testing.T) {
 			t.Fatal("matched another line")
 		}
 	})
-	t.Run("per-case profile path", func(t *testing.T) {
-		if got := perCase("bench-out/cpu.pprof", "stream-20"); got != "bench-out/cpu-stream-20.pprof" {
-			t.Fatal(got)
-		}
-		if got := perCase("cpu", "x"); got != "cpu-x" {
-			t.Fatal(got)
-		}
-	})
 	t.Run("cpu model", func(t *testing.T) {
 		info := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\nflags\t: fpu\n"
 		if got := CPUModel([]byte(info)); got != "Intel(R) Xeon(R) CPU @ 2.20GHz" {

@@ -21,30 +21,43 @@ type Bar struct {
 type Panel struct {
 	Title string
 	Unit  string
-	Bars  []Bar
+	// Decimals is how many the bar and budget labels show.
+	Decimals int
+	Bars     []Bar
 }
 
-// ChartPanels picks the two figures the chart shows from the main cases:
-// added p50 latency at c=1 and gateway CPU per request at c=64.
+// ChartPanels picks the figures the budget reads, as ratios to the
+// reference proxy: CPU per call at c=64 and added p50 latency at c=1, for
+// the gateway and for the gateway with its vendor in process.
 func ChartPanels(r *Results) []Panel {
-	lat := Panel{Title: "added p50 latency at c=1", Unit: "µs"}
-	cpu := Panel{Title: "gateway CPU per request at c=64", Unit: "µs"}
+	cpu := Panel{Title: "CPU per call at c=64 / proxy", Unit: "x", Decimals: 2}
+	lat := Panel{Title: "added p50 at c=1 / proxy's", Unit: "x", Decimals: 2}
 	for _, c := range r.Cases {
-		if c.SeededRows > 0 {
+		if c.SeededRows > 0 || c.Translated {
 			continue
 		}
-		switch c.Concurrency {
-		case 1:
-			lat.Bars = append(lat.Bars, Bar{Label: c.Case, Value: c.AddedP50US, Budget: BudgetAddedP50US})
-		case 64:
-			budget := BudgetCPUUS
+		label := map[bool]string{false: "", true: "stream"}[c.Streaming]
+		if label == "" {
+			label = "call"
+		}
+		switch {
+		case c.Concurrency == 64 && c.CPURatio != nil:
+			budget := BudgetCPURatio
 			if c.Streaming {
-				budget = BudgetStreamCPUUS
+				budget = BudgetStreamCPURatio
 			}
-			cpu.Bars = append(cpu.Bars, Bar{Label: c.Case, Value: c.Gateway.CPUPerRequestUS, Budget: budget})
+			cpu.Bars = append(cpu.Bars, Bar{Label: label, Value: c.CPURatio.Value, Budget: budget})
+			if c.InProcessCPURatio != nil {
+				cpu.Bars = append(cpu.Bars, Bar{Label: label + " in-proc", Value: c.InProcessCPURatio.Value, Budget: BudgetInProcessCPURatio})
+			}
+		case c.Concurrency == 1 && c.AddedP50Ratio != nil:
+			lat.Bars = append(lat.Bars, Bar{Label: label, Value: c.AddedP50Ratio.Value, Budget: BudgetAddedP50Ratio})
+			if c.InProcessAddedP50Ratio != nil {
+				lat.Bars = append(lat.Bars, Bar{Label: label + " in-proc", Value: c.InProcessAddedP50Ratio.Value})
+			}
 		}
 	}
-	return []Panel{lat, cpu}
+	return []Panel{cpu, lat}
 }
 
 var (
@@ -119,13 +132,13 @@ func drawPanel(img *image.RGBA, x0 int, p Panel) {
 				fill(img, image.Rect(x, by-1, x+5, by+1), colBudget)
 			}
 			// The budget's number sits right of the bar, clear of its label.
-			lbl := fmt.Sprintf("%.0f", b.Budget)
+			lbl := fmt.Sprintf("%.*f", p.Decimals, b.Budget)
 			drawText(img, bx+barW+6, by-10, lbl, 1, colBudget)
 			if labelY < by+4 && labelY+14 > by-4 {
 				labelY = by - 20
 			}
 		}
-		val := fmt.Sprintf("%.0f", b.Value)
+		val := fmt.Sprintf("%.*f", p.Decimals, b.Value)
 		drawText(img, bx+(barW-textWidth(val, 2))/2, labelY, val, 2, colText)
 		drawText(img, sx+(slot-textWidth(b.Label, 1))/2, plotBot+12, b.Label, 1, colText)
 	}

@@ -15,13 +15,15 @@ func TestChartPanels(t *testing.T) {
 	if len(panels) != 2 {
 		t.Fatalf("%d panels", len(panels))
 	}
-	lat, cpu := panels[0], panels[1]
-	if len(lat.Bars) != 2 || lat.Bars[0].Value != 120 || lat.Bars[0].Budget != BudgetAddedP50US {
-		t.Fatalf("latency bars %+v", lat.Bars)
-	}
-	// The seeded case is not charted; the stream gets its own budget.
-	if len(cpu.Bars) != 2 || cpu.Bars[1].Value != 240 || cpu.Bars[1].Budget != BudgetStreamCPUUS {
+	cpu, lat := panels[0], panels[1]
+	// Neither the seeded nor the translated case is charted; the stream
+	// and the in-process gateway get their own budgets.
+	if len(cpu.Bars) != 3 || cpu.Bars[0].Value != 0.9 || cpu.Bars[0].Budget != BudgetCPURatio ||
+		cpu.Bars[1].Value != 0.8 || cpu.Bars[1].Budget != BudgetInProcessCPURatio || cpu.Bars[2].Budget != BudgetStreamCPURatio {
 		t.Fatalf("cpu bars %+v", cpu.Bars)
+	}
+	if len(lat.Bars) != 3 || lat.Bars[0].Value != 1.1 || lat.Bars[0].Budget != BudgetAddedP50Ratio || lat.Bars[2].Value != 1.5 {
+		t.Fatalf("latency bars %+v", lat.Bars)
 	}
 }
 
@@ -65,12 +67,12 @@ func TestWriteChart(t *testing.T) {
 		col   [4]uint32
 		want  bool
 	}{
-		// Left panel: completions 120 within, stream-20 200 over 150.
-		{desc: "latency within budget is green", panel: image.Rect(0, 0, panelW, chartH), col: green, want: true},
-		{desc: "latency over budget is red", panel: image.Rect(0, 0, panelW, chartH), col: red, want: true},
-		// Right panel: 95 <= 100 and 240 <= 250, both within.
-		{desc: "cpu within budget is green", panel: image.Rect(panelW, 0, 2*panelW, chartH), col: green, want: true},
-		{desc: "no cpu bar is red", panel: image.Rect(panelW, 0, 2*panelW, chartH), col: red, want: false},
+		// Left panel: 0.9, 0.8 and 1.05, all within their budgets.
+		{desc: "cpu within budget is green", panel: image.Rect(0, 0, panelW, chartH), col: green, want: true},
+		{desc: "no cpu bar is red", panel: image.Rect(0, 0, panelW, chartH), col: red, want: false},
+		// Right panel: 1.1 within 1.2, the stream's 1.5 over it.
+		{desc: "latency within budget is green", panel: image.Rect(panelW, 0, 2*panelW, chartH), col: green, want: true},
+		{desc: "latency over budget is red", panel: image.Rect(panelW, 0, 2*panelW, chartH), col: red, want: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,27 +24,30 @@ type Options struct {
 	BinDir string
 	// Window is the length of one measured window.
 	Window time.Duration
-	// Rounds is how many direct/gateway window pairs each case gets per
-	// concurrency (at least 2).
+	// Rounds is how many rounds each case gets per concurrency (at least
+	// 2); a round is one window of every target.
 	Rounds int
 	// Concurrency levels, 1 and 64 by default.
 	Concurrency []int
 	// Only, when set, limits the run to these case names.
 	Only []string
-	// CPUProfile and MemProfile, when set, are paths (one file per case,
-	// the case name inserted before the extension) for gateway profiles
-	// taken during an extra, unmeasured c=64 window.
-	CPUProfile, MemProfile string
+	// ProfileDir, when set, receives a CPU and an allocation profile of
+	// each case and gateway, taken during an extra, unmeasured c=64
+	// window.
+	ProfileDir string
 	// SeedRows, when above 0, adds a c=64 completions case after writing
 	// that many log rows straight into the gateway's store.
 	SeedRows int
 	// LogLevel is the gateway's --log-level.
 	LogLevel string
-	// NoProxyReference skips measuring a bare reverse proxy for scale.
+	// NoProxyReference skips the reference proxy (and so every ratio).
 	NoProxyReference bool
-	// Metrics serves /metrics beside the gateway (server.metrics_listen):
-	// the run measures the gateway with its Prometheus hooks on.
-	Metrics bool
+	// NoInProcess skips the second gateway, whose vendor runs in its own
+	// process (transport = "in-process").
+	NoInProcess bool
+	// NoMetrics runs the gateways without /metrics (on by default, as
+	// the budget's default configuration has it).
+	NoMetrics bool
 	// Log receives progress lines.
 	Log io.Writer
 	// NoMedia skips the media phase (media.go).
@@ -72,26 +77,55 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Store == StorePostgres {
+		o.NoInProcess = true // the in-process comparison is Badger's
+	}
 }
 
-// env is a started upstream and gateway.
+// The targets of a round, in the order each round runs them.
+const (
+	tDirect = iota
+	tProxy
+	tGateway
+	tInProcess
+	nTargets
+)
+
+var targetNames = [nTargets]string{"direct", "proxy", "gateway", "in-process"}
+
+// gateway is one started tollgate serve and the key it is called with.
+type gateway struct {
+	p         *process
+	url       string
+	pprofAddr string
+	key       benchKey
+	inProcess bool
+}
+
+// env is a started upstream, reference proxy and gateways.
 type env struct {
 	o           Options
 	dir         string
 	upstream    *process
 	upstreamURL string
 	upstreamKey string
-	gateway     *process
-	gatewayURL  string
-	pprofAddr   string
+	proxy       *process
+	proxyURL    string
+	gateway     *gateway // the default configuration
+	inProcess   *gateway // nil with NoInProcess
 	adminToken  string
-	key         benchKey
 	proc        Proc
-	// idleCPU is the gateway tree's CPU during direct windows, idleTime
-	// their length.
+	// idleCPU is the default gateway tree's CPU during direct windows,
+	// idleTime their length.
 	idleCPU, idleTime time.Duration
 	// peakAnon is the largest anonymous RSS seen after a gateway window.
 	peakAnon int64
+}
+
+// bcase is a case with its request to every target.
+type bcase struct {
+	Case
+	req [nTargets]Request
 }
 
 // Run starts the processes, measures every case and returns the results
@@ -102,24 +136,34 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("TOLLGATE_BENCH_KEEP") == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(o.Log, "keeping %s\n", dir)
+	}
 	e := &env{o: o, dir: dir, upstreamKey: "bench-upstream-" + randHex(8), adminToken: randHex(16), proc: Proc{Root: "/proc"}}
 	defer e.close()
+	res := &Results{Machine: machine(), Window: o.Window.String(), Rounds: o.Rounds, Store: o.Store}
 	if err := e.startUpstream(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.startGateway(); err != nil {
+	if !o.NoProxyReference {
+		if err := e.startProxy(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if e.gateway, err = e.startGateway(ctx, false); err != nil {
 		return nil, err
 	}
-	adm := admin{base: e.gatewayURL, token: e.adminToken, c: &http.Client{Timeout: 10 * time.Second}}
-	if e.key, err = adm.createKey(ctx, "100000000"); err != nil {
-		return nil, err
+	if !o.NoInProcess {
+		if e.inProcess, err = e.startGateway(ctx, true); err != nil {
+			return nil, err
+		}
 	}
-	cases := selectCases(Cases(e.upstreamURL, e.gatewayURL, e.upstreamKey, e.key.Key), o.Only)
+	cases := e.cases(o.Only)
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no case matches %v", o.Only)
 	}
-	res := &Results{Machine: machine(), Window: o.Window.String(), Rounds: o.Rounds, Store: o.Store}
 	if err := e.probe(ctx, cases); err != nil {
 		return nil, err
 	}
@@ -135,43 +179,36 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		for i := range cases {
 			acc[i] = &caseAcc{}
 		}
-		// A/B interleaving: each round runs every case direct then through
-		// the gateway, so drift (thermal, other tenants) hits both sides.
+		// Interleaving: each round runs every case on every target in
+		// turn, so drift (thermal, other tenants) hits all of them.
 		for round := 1; round <= o.Rounds; round++ {
 			for i, c := range cases {
-				if err := e.window(ctx, c, conc, round, clients[conc], acc[i]); err != nil {
+				if err := e.round(ctx, c, conc, round, clients[conc], acc[i]); err != nil {
 					return nil, err
 				}
 			}
 		}
-		rss, err := e.proc.TreePeakRSS(e.gateway.pid())
+		rss, err := e.proc.TreePeakRSS(e.gateway.p.pid())
 		if err != nil {
 			return nil, err
 		}
 		for i, c := range cases {
-			res.Cases = append(res.Cases, acc[i].result(c, conc, rss))
+			res.Cases = append(res.Cases, acc[i].result(c.Case, conc, rss))
 		}
 	}
-	if rss, err := e.proc.TreePeakRSS(e.gateway.pid()); err == nil {
+	if rss, err := e.proc.TreePeakRSS(e.gateway.p.pid()); err == nil {
 		res.PeakRSS = rss
 	}
 	res.PeakAnonRSS = e.peakAnon
-	if !o.NoProxyReference {
-		refs, err := e.proxyReference(ctx, cases, clients)
-		if err != nil {
-			return nil, err
-		}
-		res.ProxyReference = refs
-	}
-	if o.CPUProfile != "" || o.MemProfile != "" {
+	if o.ProfileDir != "" {
 		files, err := e.profile(ctx, cases, clients[64])
 		if err != nil {
 			return nil, err
 		}
 		res.Profiles = files
 	}
-	if o.Metrics {
-		res.Notes = append(res.Notes, "Measured with /metrics on (server.metrics_listen): every call counted by the Prometheus hooks.")
+	if !o.NoMetrics {
+		res.Notes = append(res.Notes, "The gateways ran with /metrics on (server.metrics_listen): every call counted by the Prometheus hooks.")
 	}
 	if !o.NoMedia && o.Store != StorePostgres {
 		if err := e.media(ctx, res); err != nil {
@@ -188,8 +225,61 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if e.idleTime > 0 {
 		res.IdleCPUPercent = round1(100 * e.idleCPU.Seconds() / e.idleTime.Seconds())
 	}
+	res.Machine.LoadAfter = loadAverage()
 	res.Evaluate()
 	return res, nil
+}
+
+// cases are the workloads with their requests to each target: the proxy
+// gets the direct call with its URL, each gateway the gateway call with
+// its URL and key.
+func (e *env) cases(only []string) []bcase {
+	all := Cases(e.upstreamURL, e.gateway.url, e.upstreamKey, e.gateway.key.Key)
+	var in []Case
+	if e.inProcess != nil {
+		in = Cases(e.upstreamURL, e.inProcess.url, e.upstreamKey, e.inProcess.key.Key)
+	}
+	var out []bcase
+	for i, c := range selectCases(all, nil) {
+		if len(only) > 0 && !slices.Contains(only, c.Name) {
+			continue
+		}
+		bc := bcase{Case: c}
+		bc.req[tDirect], bc.req[tGateway] = c.Direct, c.Gateway
+		if e.proxy != nil {
+			bc.req[tProxy] = c.Direct
+			bc.req[tProxy].URL = strings.Replace(c.Direct.URL, e.upstreamURL, e.proxyURL, 1)
+		}
+		if in != nil {
+			bc.req[tInProcess] = in[i].Gateway
+		}
+		out = append(out, bc)
+	}
+	return out
+}
+
+// has reports whether the run measures target t.
+func (e *env) has(t int) bool {
+	switch t {
+	case tProxy:
+		return e.proxy != nil
+	case tInProcess:
+		return e.inProcess != nil
+	}
+	return true
+}
+
+// root is the process whose tree's CPU counts for target t (0: none).
+func (e *env) root(t int) int {
+	switch t {
+	case tProxy:
+		return e.proxy.pid()
+	case tGateway:
+		return e.gateway.p.pid()
+	case tInProcess:
+		return e.inProcess.p.pid()
+	}
+	return 0
 }
 
 func selectCases(all []Case, only []string) []Case {
@@ -208,11 +298,15 @@ func selectCases(all []Case, only []string) []Case {
 }
 
 func (e *env) close() {
-	if e.gateway != nil {
-		e.gateway.stop()
+	for _, g := range []*gateway{e.gateway, e.inProcess} {
+		if g != nil && g.p != nil {
+			g.p.stop()
+		}
 	}
-	if e.upstream != nil {
-		e.upstream.stop()
+	for _, p := range []*process{e.proxy, e.upstream} {
+		if p != nil {
+			p.stop()
+		}
 	}
 }
 
@@ -259,11 +353,57 @@ func (e *env) serve(name, cfg, data string, env []string, logPath string) (*proc
 	return p, addr, nil
 }
 
-func (e *env) startGateway() error {
-	cfg := filepath.Join(e.dir, "bench.hcl")
-	data := filepath.Join(e.dir, "data")
+// startProxy starts the reference proxy in front of the upstream.
+func (e *env) startProxy(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	conns := slices.Max(e.o.Concurrency)
+	e.proxy, err = start("proxy", filepath.Join(e.o.BinDir, "tollgate-upstream"),
+		[]string{"--listen", addr, "--proxy-to", e.upstreamURL, "--proxy-conns", fmt.Sprint(max(conns, 64))},
+		nil, filepath.Join(e.dir, "proxy.log"), nil, 0)
+	if err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, addr, e.proxy, 15*time.Second); err != nil {
+		return err
+	}
+	e.proxyURL = "http://" + addr
+	fmt.Fprintf(e.o.Log, "reference proxy on %s (pid %d)\n", e.proxyURL, e.proxy.pid())
+	return nil
+}
+
+// startGateway starts a gateway on a fresh data directory (its vendor
+// in its own process when inProcess) and makes its bench key.
+func (e *env) startGateway(ctx context.Context, inProcess bool) (*gateway, error) {
+	name := "gateway"
+	if inProcess {
+		name = "gateway-in-process"
+	}
+	data := filepath.Join(e.dir, name)
+	g := &gateway{inProcess: inProcess}
+	if err := e.launch(g, name, data); err != nil {
+		return nil, err
+	}
+	adm := admin{base: g.url, token: e.adminToken, c: &http.Client{Timeout: 10 * time.Second}}
+	var err error
+	if g.key, err = adm.createKey(ctx, "100000000"); err != nil {
+		g.p.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+// launch starts (or starts again, on the same data) g's tollgate serve.
+func (e *env) launch(g *gateway, name, data string) error {
+	cfg := filepath.Join(e.dir, name+".hcl")
 	text := ConfigFor(e.upstreamURL, e.upstreamKey, data, e.o.Store, e.o.PostgresURL)
-	if e.o.Metrics {
+	if g.inProcess {
+		text = strings.Replace(text, "  vendor    = \"openai\"\n", "  vendor    = \"openai\"\n  transport = \"in-process\"\n", 1)
+	}
+	if !e.o.NoMetrics {
 		text = strings.Replace(text, "server {\n", "server {\n  metrics_listen = \"127.0.0.1:0\"\n", 1)
 	}
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
@@ -273,71 +413,94 @@ func (e *env) startGateway() error {
 	if e.o.Store == StorePostgres {
 		env = append(env, "TOLLGATE_MASTER_KEY="+randHex(32))
 	}
-	if e.o.CPUProfile != "" || e.o.MemProfile != "" {
-		if e.pprofAddr == "" {
+	if e.o.ProfileDir != "" {
+		if g.pprofAddr == "" {
 			port, err := freePort()
 			if err != nil {
 				return err
 			}
-			e.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+			g.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		env = append(env, "TOLLGATE_PPROF_ADDR="+e.pprofAddr)
+		env = append(env, "TOLLGATE_PPROF_ADDR="+g.pprofAddr)
 	}
-	p, addr, err := e.serve("tollgate", cfg, data, env, filepath.Join(e.dir, fmt.Sprintf("gateway-%d.log", time.Now().UnixNano())))
+	p, addr, err := e.serve(name, cfg, data, env, filepath.Join(e.dir, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano())))
 	if err != nil {
 		return err
 	}
-	e.gateway, e.gatewayURL = p, addr
+	g.p, g.url = p, addr
 	tree, err := e.proc.Tree(p.pid())
 	if err != nil {
 		return err
 	}
-	if len(tree) < 2 {
+	switch {
+	case !g.inProcess && len(tree) < 2:
 		return fmt.Errorf("the gateway (pid %d) runs no plugin process: the bench measures the plugin hop, so tollgate-plugin-openai must be beside tollgate in %s", p.pid(), e.o.BinDir)
+	case g.inProcess && len(tree) > 1:
+		return fmt.Errorf("the in-process gateway (pid %d) runs %d plugin process(es): its channel's vendor should run in its own process", p.pid(), len(tree)-1)
 	}
-	fmt.Fprintf(e.o.Log, "gateway on %s (pid %d, %d process(es) with its plugins)\n", e.gatewayURL, p.pid(), len(tree))
+	fmt.Fprintf(e.o.Log, "%s on %s (pid %d, %d process(es) with its plugins)\n", name, g.url, p.pid(), len(tree))
 	return nil
 }
 
 // probe sends each request once so a broken setup fails with its answer
 // instead of a window full of errors.
-func (e *env) probe(ctx context.Context, cases []Case) error {
+func (e *env) probe(ctx context.Context, cases []bcase) error {
 	c := NewClient(1)
 	for _, cs := range cases {
-		if _, _, err := Probe(ctx, c, cs.Direct); err != nil {
-			return fmt.Errorf("case %s, direct: %w", cs.Name, err)
-		}
-		h, _, err := Probe(ctx, c, cs.Gateway)
-		if err != nil {
-			return fmt.Errorf("case %s, through the gateway: %w\ngateway log:\n%s", cs.Name, err, tail(e.gateway.logf.Name()))
-		}
-		if cs.Translation != "" && h.Get("X-Protocol-Translation") != cs.Translation {
-			return fmt.Errorf("case %s: X-Protocol-Translation is %q, want %q", cs.Name, h.Get("X-Protocol-Translation"), cs.Translation)
+		for t := range nTargets {
+			if !e.has(t) {
+				continue
+			}
+			h, _, err := Probe(ctx, c, cs.req[t])
+			if err != nil {
+				msg := fmt.Errorf("case %s, %s: %w", cs.Name, targetNames[t], err)
+				if g := e.gatewayOf(t); g != nil {
+					msg = fmt.Errorf("%w\ngateway log:\n%s", msg, tail(g.p.logf.Name()))
+				}
+				return msg
+			}
+			if (t == tGateway || t == tInProcess) && cs.Translation != "" && h.Get("X-Protocol-Translation") != cs.Translation {
+				return fmt.Errorf("case %s, %s: X-Protocol-Translation is %q, want %q", cs.Name, targetNames[t], h.Get("X-Protocol-Translation"), cs.Translation)
+			}
 		}
 	}
 	return nil
 }
 
-// warmUp fills a client's connection pool and the gateway's caches;
-// nothing counts.
-func (e *env) warmUp(ctx context.Context, cases []Case, c *http.Client, conc int) {
+func (e *env) gatewayOf(t int) *gateway {
+	switch t {
+	case tGateway:
+		return e.gateway
+	case tInProcess:
+		return e.inProcess
+	}
+	return nil
+}
+
+// warmUp fills a client's connection pool and the targets' caches and
+// pools; nothing counts.
+func (e *env) warmUp(ctx context.Context, cases []bcase, c *http.Client, conc int) {
 	d := min(time.Second, e.o.Window/2)
 	if conc < 8 {
 		d = min(300*time.Millisecond, d)
 	}
 	for _, cs := range cases {
-		Load(ctx, c, cs.Direct, conc, d)
-		Load(ctx, c, cs.Gateway, conc, d)
+		for t := range nTargets {
+			if e.has(t) {
+				Load(ctx, c, cs.req[t], conc, d)
+			}
+		}
 	}
 }
 
 // caseAcc gathers the windows of one case at one concurrency.
 type caseAcc struct {
-	direct, gateway []Window
-	// gatewayCPU is the whole tree's; pluginCPU the plugins' share of it.
-	gatewayCPU, pluginCPU time.Duration
-	// databaseCPU is the PostgreSQL server's, when measured.
-	databaseCPU time.Duration
+	w [nTargets][]Window
+	// cpu is each window's CPU of the target's process tree, plugin the
+	// plugins' share of it; database the PostgreSQL server's, when
+	// measured.
+	cpu, plugin [nTargets][]time.Duration
+	database    time.Duration
 }
 
 // databaseCPU is the PostgreSQL server's CPU so far (0 unmeasured).
@@ -352,47 +515,79 @@ func (e *env) databaseCPU() time.Duration {
 	return s.Total()
 }
 
-func (e *env) window(ctx context.Context, c Case, conc, round int, client *http.Client, acc *caseAcc) error {
-	idle0, err := e.proc.TreeCPU(e.gateway.pid())
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+// round runs one window of case c on every target (but those of skip),
+// in turn.
+func (e *env) round(ctx context.Context, c bcase, conc, round int, client *http.Client, acc *caseAcc, skip ...int) error {
+	line := fmt.Sprintf("c=%-3d round %d %-27s", conc, round, c.Name)
+	for t := range nTargets {
+		if !e.has(t) || slices.Contains(skip, t) {
+			continue
+		}
+		w, s, err := e.window(ctx, c, t, conc, client)
+		if err != nil {
+			return err
+		}
+		acc.w[t] = append(acc.w[t], w)
+		acc.cpu[t] = append(acc.cpu[t], s.cpu)
+		acc.plugin[t] = append(acc.plugin[t], s.plugin)
+		acc.database += s.database
+		line += fmt.Sprintf("  %s %6.0f/s", targetNames[t], rps(w))
+		if t != tDirect {
+			line += fmt.Sprintf(" %4.0fµs", perReq(s.cpu, w.Requests))
+		}
+		line += errNote(w)
 	}
-	d := Load(ctx, client, c.Direct, conc, e.o.Window)
-	before, err := e.proc.TreeCPU(e.gateway.pid())
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	fmt.Fprintln(e.o.Log, line)
+	return nil
+}
+
+// sample is the CPU one window cost a target's process tree: all of it,
+// its plugin processes' share, and the database's (measured apart).
+type sample struct {
+	cpu, plugin, database time.Duration
+}
+
+// window measures one target: the load, and the CPU of its process tree
+// read right before and right after it. During a direct window the
+// default gateway's CPU is its idle cost.
+func (e *env) window(ctx context.Context, c bcase, t, conc int, client *http.Client) (Window, sample, error) {
+	root := e.root(t)
+	if t == tDirect {
+		root = e.gateway.p.pid()
 	}
-	// The gateway serves nothing during a direct window: its CPU then is
-	// background work (store maintenance, timers, plugin keep-alives).
-	e.idleCPU += before.Total() - idle0.Total()
-	e.idleTime += d.Elapsed
+	before, err := e.proc.TreeCPU(root)
+	if err != nil {
+		return Window{}, sample{}, fmt.Errorf("%s: %w", targetNames[t], err)
+	}
 	db0 := e.databaseCPU()
-	g := Load(ctx, client, c.Gateway, conc, e.o.Window)
+	w := Load(ctx, client, c.req[t], conc, e.o.Window)
 	db := e.databaseCPU() - db0
-	after, err := e.proc.TreeCPU(e.gateway.pid())
+	after, err := e.proc.TreeCPU(root)
 	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return w, sample{}, fmt.Errorf("%s: %w", targetNames[t], err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return w, sample{}, err
+	}
+	if t == tDirect {
+		e.idleCPU += after.Total() - before.Total()
+		e.idleTime += w.Elapsed
+		return w, sample{}, nil
 	}
 	if after.Procs != before.Procs {
-		return fmt.Errorf("case %s: the gateway had %d processes before the window and %d after: a plugin died or restarted (see %s)",
-			c.Name, before.Procs, after.Procs, e.gateway.logf.Name())
+		return w, sample{}, fmt.Errorf("case %s, %s: %d processes before the window and %d after: a plugin died or restarted",
+			c.Name, targetNames[t], before.Procs, after.Procs)
 	}
-	anon, err := e.proc.TreeRssAnon(e.gateway.pid())
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	s := sample{cpu: after.Total() - before.Total(), plugin: after.Children - before.Children}
+	if t == tGateway {
+		s.database = db
+		anon, err := e.proc.TreeRssAnon(root)
+		if err != nil {
+			return w, s, fmt.Errorf("gateway: %w", err)
+		}
+		e.peakAnon = max(e.peakAnon, anon)
 	}
-	e.peakAnon = max(e.peakAnon, anon)
-	acc.direct = append(acc.direct, d)
-	acc.gateway = append(acc.gateway, g)
-	acc.gatewayCPU += after.Total() - before.Total()
-	acc.pluginCPU += after.Children - before.Children
-	acc.databaseCPU += db
-	fmt.Fprintf(e.o.Log, "c=%-3d round %d %-20s direct %8.0f req/s  gateway %8.0f req/s  gateway cpu %6.0f µs/req (plugins %3.0f)%s\n",
-		conc, round, c.Name, rps(d), rps(g), perReq(after.Total()-before.Total(), g.Requests), perReq(after.Children-before.Children, g.Requests), errNote(d, g))
-	return nil
+	return w, s, nil
 }
 
 func errNote(ws ...Window) string {
@@ -423,11 +618,14 @@ func perReq(cpu time.Duration, n int) float64 {
 	return float64(cpu.Nanoseconds()) / 1e3 / float64(n)
 }
 
-func side(ws []Window, streaming bool) Side {
+// side merges a target's windows: latency percentiles over every
+// sample, throughput and CPU over the summed windows, and each window's
+// own figures for the spread.
+func side(ws []Window, cpu, plugin []time.Duration, streaming bool) Side {
 	var s Side
 	var lat, ttfb []time.Duration
-	var elapsed time.Duration
-	for _, w := range ws {
+	var elapsed, cpuSum, pluginSum time.Duration
+	for i, w := range ws {
 		s.Requests += w.Requests
 		s.Errors += w.Errors
 		if s.FirstError == "" {
@@ -435,12 +633,20 @@ func side(ws []Window, streaming bool) Side {
 		}
 		elapsed += w.Elapsed
 		s.RoundRPS = append(s.RoundRPS, round1(rps(w)))
+		s.RoundP50US = append(s.RoundP50US, round1(windowP50(w)))
+		if i < len(cpu) && cpu[i] > 0 {
+			s.RoundCPUUS = append(s.RoundCPUUS, round1(perReq(cpu[i], w.Requests)))
+			cpuSum += cpu[i]
+			pluginSum += plugin[i]
+		}
 		lat = append(lat, w.Latency...)
 		ttfb = append(ttfb, w.TTFB...)
 	}
 	if elapsed > 0 {
 		s.RPS = round1(float64(s.Requests-s.Errors) / elapsed.Seconds())
 	}
+	s.CPUPerRequestUS = round1(perReq(cpuSum, s.Requests))
+	s.PluginCPUPerRequestUS = round1(perReq(pluginSum, s.Requests))
 	s.Latency = Distribution(lat)
 	if streaming {
 		d := Distribution(ttfb)
@@ -449,19 +655,61 @@ func side(ws []Window, streaming bool) Side {
 	return s
 }
 
+// windowP50 is one window's median latency in µs.
+func windowP50(w Window) float64 {
+	lat := slices.Clone(w.Latency)
+	slices.Sort(lat)
+	return micros(Percentile(lat, 50))
+}
+
 func (a *caseAcc) result(c Case, conc int, rss int64) CaseResult {
 	r := CaseResult{
 		Case: c.Name, Title: c.Title, Streaming: c.Streaming, Concurrency: conc, DirectMeans: c.DirectMeans,
-		Direct: side(a.direct, c.Streaming), Gateway: side(a.gateway, c.Streaming), PeakRSSBytes: rss,
+		Translated: c.Translation != "", PeakRSSBytes: rss,
+		Direct:  side(a.w[tDirect], nil, nil, c.Streaming),
+		Gateway: side(a.w[tGateway], a.cpu[tGateway], a.plugin[tGateway], c.Streaming),
 	}
-	r.Gateway.CPUPerRequestUS = round1(perReq(a.gatewayCPU, r.Gateway.Requests))
-	r.Gateway.PluginCPUPerRequestUS = round1(perReq(a.pluginCPU, r.Gateway.Requests))
-	r.Gateway.DatabaseCPUPerRequestUS = round1(perReq(a.databaseCPU, r.Gateway.Requests))
+	r.Gateway.DatabaseCPUPerRequestUS = round1(perReq(a.database, r.Gateway.Requests))
 	r.AddedP50US = round1(r.Gateway.Latency.P50 - r.Direct.Latency.P50)
 	if r.Direct.RPS > 0 {
-		r.ThroughputRatio = float64(int(r.Gateway.RPS/r.Direct.RPS*1000+0.5)) / 1000
+		r.ThroughputRatio = round3(r.Gateway.RPS / r.Direct.RPS)
+	}
+	if len(a.w[tInProcess]) > 0 {
+		in := side(a.w[tInProcess], a.cpu[tInProcess], a.plugin[tInProcess], c.Streaming)
+		r.InProcess = &in
+	}
+	if len(a.w[tProxy]) == 0 {
+		return r
+	}
+	px := side(a.w[tProxy], a.cpu[tProxy], a.plugin[tProxy], c.Streaming)
+	r.Proxy = &px
+	r.CPURatio, r.AddedP50Ratio = ratios(&r.Direct, &px, &r.Gateway)
+	if r.InProcess != nil {
+		r.InProcessCPURatio, r.InProcessAddedP50Ratio = ratios(&r.Direct, &px, r.InProcess)
 	}
 	return r
+}
+
+// ratios divides g's CPU per request and added p50 by the proxy's, over
+// the merged windows and round by round.
+func ratios(direct, proxy, g *Side) (cpu, added *Ratio) {
+	cpu = &Ratio{Value: ratio(g.CPUPerRequestUS, proxy.CPUPerRequestUS)}
+	added = &Ratio{Value: ratio(g.Latency.P50-direct.Latency.P50, proxy.Latency.P50-direct.Latency.P50)}
+	for i := range min(len(g.RoundCPUUS), len(proxy.RoundCPUUS)) {
+		cpu.Rounds = append(cpu.Rounds, ratio(g.RoundCPUUS[i], proxy.RoundCPUUS[i]))
+	}
+	for i := range min(len(direct.RoundP50US), len(proxy.RoundP50US), len(g.RoundP50US)) {
+		added.Rounds = append(added.Rounds, ratio(g.RoundP50US[i]-direct.RoundP50US[i], proxy.RoundP50US[i]-direct.RoundP50US[i]))
+	}
+	return cpu, added
+}
+
+// ratio is a/b to three decimals; 0 when b is not above 0.
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return round3(a / b)
 }
 
 func round1(v float64) float64 {
@@ -471,106 +719,59 @@ func round1(v float64) float64 {
 	return float64(int64(v*10+0.5)) / 10
 }
 
-// proxyReference measures a bare reverse proxy in front of the same
-// upstream (tollgate-upstream --proxy-to) for the cases that need no
-// translation, at each concurrency, with the rounds of the main run.
-func (e *env) proxyReference(ctx context.Context, cases []Case, clients map[int]*http.Client) ([]ProxyRef, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := start("proxy", filepath.Join(e.o.BinDir, "tollgate-upstream"), []string{"--listen", addr, "--proxy-to", e.upstreamURL},
-		nil, filepath.Join(e.dir, "proxy.log"), nil, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer p.stop()
-	if err := waitTCP(ctx, addr, p, 15*time.Second); err != nil {
-		return nil, err
-	}
-	var refs []ProxyRef
-	for _, conc := range e.o.Concurrency {
-		for _, c := range cases {
-			if c.Translation != "" {
-				continue
-			}
-			req := c.Direct
-			req.URL = strings.Replace(req.URL, e.upstreamURL, "http://"+addr, 1)
-			Load(ctx, clients[conc], req, conc, min(time.Second, e.o.Window/2))
-			var ws []Window
-			var cpu time.Duration
-			for range e.o.Rounds {
-				before, err := e.proc.TreeCPU(p.pid())
-				if err != nil {
-					return nil, err
-				}
-				w := Load(ctx, clients[conc], req, conc, e.o.Window)
-				after, err := e.proc.TreeCPU(p.pid())
-				if err != nil {
-					return nil, err
-				}
-				if w.Errors > 0 {
-					return nil, fmt.Errorf("bare proxy, case %s: %d errors, first: %s", c.Name, w.Errors, w.FirstError)
-				}
-				ws = append(ws, w)
-				cpu += after.Total() - before.Total()
-			}
-			sd := side(ws, c.Streaming)
-			refs = append(refs, ProxyRef{Case: c.Name, Concurrency: conc, RPS: sd.RPS,
-				CPUPerRequestUS: round1(perReq(cpu, sd.Requests)), P50US: sd.Latency.P50})
-			fmt.Fprintf(e.o.Log, "c=%-3d bare proxy %-20s %8.0f req/s  cpu %6.0f µs/req\n", conc, c.Name, sd.RPS, perReq(cpu, sd.Requests))
-		}
-	}
-	return refs, nil
-}
-
-// profile runs one extra c=64 gateway window per case while the gateway's
-// pprof endpoint records; those windows are not part of the figures.
-func (e *env) profile(ctx context.Context, cases []Case, client *http.Client) ([]string, error) {
-	if e.pprofAddr == "" {
-		return nil, errors.New("profiles asked for but the gateway has no pprof address")
-	}
+// profile runs one extra c=64 window per case and gateway while the
+// gateway's pprof endpoint records a CPU profile and the allocations of
+// that window (a delta profile); those windows are not part of the
+// figures. The files go to ProfileDir, named by kind, case and gateway.
+func (e *env) profile(ctx context.Context, cases []bcase, client *http.Client) ([]string, error) {
 	pc := &http.Client{Timeout: e.o.Window + 30*time.Second}
 	secs := max(int(e.o.Window/time.Second), 1)
 	var files []string
 	for _, c := range cases {
-		type got struct {
-			b   []byte
-			err error
-		}
-		cpu := make(chan got, 1)
-		if e.o.CPUProfile != "" {
-			go func() {
-				b, err := fetch(ctx, pc, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", e.pprofAddr, secs))
-				cpu <- got{b, err}
-			}()
-		}
-		w := Load(ctx, client, c.Gateway, 64, time.Duration(secs)*time.Second+200*time.Millisecond)
-		fmt.Fprintf(e.o.Log, "profiled window %-20s gateway %8.0f req/s%s\n", c.Name, rps(w), errNote(w))
-		if e.o.CPUProfile != "" {
-			g := <-cpu
-			if g.err != nil {
-				return nil, fmt.Errorf("cpu profile: %w", g.err)
+		for _, t := range []int{tGateway, tInProcess} {
+			g := e.gatewayOf(t)
+			if g == nil {
+				continue
 			}
-			path := perCase(e.o.CPUProfile, c.Name)
-			if err := writeFile(path, g.b); err != nil {
-				return nil, err
+			if g.pprofAddr == "" {
+				return nil, errors.New("profiles asked for but the gateway has no pprof address")
 			}
-			files = append(files, path)
-		}
-		if e.o.MemProfile != "" {
-			b, err := fetch(ctx, pc, "http://"+e.pprofAddr+"/debug/pprof/allocs")
-			if err != nil {
-				return nil, fmt.Errorf("allocs profile: %w", err)
+			type got struct {
+				kind string
+				b    []byte
+				err  error
 			}
-			path := perCase(e.o.MemProfile, c.Name)
-			if err := writeFile(path, b); err != nil {
-				return nil, err
+			out := make(chan got, 2)
+			for _, kind := range []string{"profile", "allocs"} {
+				go func() {
+					b, err := fetch(ctx, pc, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", g.pprofAddr, kind, secs))
+					out <- got{kind, b, err}
+				}()
 			}
-			files = append(files, path)
+			w := Load(ctx, client, c.req[t], 64, time.Duration(secs)*time.Second+300*time.Millisecond)
+			fmt.Fprintf(e.o.Log, "profiled window %-27s %-10s %8.0f req/s%s\n", c.Name, targetNames[t], rps(w), errNote(w))
+			for range 2 {
+				g := <-out
+				if g.err != nil {
+					return nil, fmt.Errorf("%s profile: %w", g.kind, g.err)
+				}
+				name := "cpu"
+				if g.kind == "allocs" {
+					name = "allocs"
+				}
+				name += "-" + c.Name
+				if t == tInProcess {
+					name += "-in-process"
+				}
+				path := filepath.Join(e.o.ProfileDir, name+".pprof")
+				if err := writeFile(path, g.b); err != nil {
+					return nil, err
+				}
+				files = append(files, path)
+			}
 		}
 	}
+	slices.Sort(files)
 	return files, nil
 }
 
@@ -580,12 +781,6 @@ func writeFile(path string, b []byte) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
-}
-
-// perCase inserts "-name" before path's extension.
-func perCase(path, name string) string {
-	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + "-" + name + ext
 }
 
 func fetch(ctx context.Context, c *http.Client, url string) ([]byte, error) {
@@ -609,7 +804,8 @@ func fetch(ctx context.Context, c *http.Client, url string) ([]byte, error) {
 }
 
 func machine() Machine {
-	m := Machine{NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Truncate(time.Second)}
+	m := Machine{NProc: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Date: time.Now().UTC().Truncate(time.Second),
+		LoadBefore: loadAverage()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		m.CPU = CPUModel(b)
 	}
@@ -634,4 +830,18 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// loadAverage is the 1-minute load average (0 when unknown).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

@@ -373,6 +373,8 @@ type Wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor
 // (OverGRPC), so both behave alike.
 func Transports(t *testing.T, fn func(t *testing.T, wrap Wrap)) {
 	t.Helper()
-	t.Run("in_process", func(t *testing.T) { fn(t, func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return vendor.InProcess(v, nil) }) })
+	t.Run("in_process", func(t *testing.T) {
+		fn(t, func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return vendor.InProcess(v, nil) })
+	})
 	t.Run("grpc", func(t *testing.T) { fn(t, OverGRPC) })
 }
