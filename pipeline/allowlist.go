@@ -34,7 +34,7 @@ func (s *allowlistStage) Serve(ctx context.Context, c *Call) error {
 		return c.BodyErr
 	}
 	if c.Protocol == protocol.AnthropicMessages {
-		if err := CheckAnthropicVersion(c.Request.Header.Get("anthropic-version")); err != nil {
+		if err := CheckAnthropicVersion(c.Request.Header.Get("Anthropic-Version")); err != nil {
 			return err
 		}
 	}

@@ -38,22 +38,35 @@ const (
 	GoogleForms
 )
 
+// altHeader is keys.AltHeader under the key Go stores it (Get then
+// needs no copy to canonicalize it).
+var altHeader = http.CanonicalHeaderKey(keys.AltHeader)
+
+// queryKey is the key= query parameter; a URL without a query is not
+// parsed.
+func queryKey(r *http.Request) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get("key")
+}
+
 // ExtractKey finds the key in the request. A form whose value is empty
 // counts as absent. found is false when no form carries a value.
 func ExtractKey(r *http.Request, forms KeyForms) (raw string, found bool) {
-	if v := strings.TrimSpace(r.Header.Get("x-api-key")); v != "" {
+	if v := strings.TrimSpace(r.Header.Get("X-Api-Key")); v != "" {
 		return v, true
 	}
 	if forms != HeaderForms {
-		if v := strings.TrimSpace(r.Header.Get(keys.AltHeader)); v != "" {
+		if v := strings.TrimSpace(r.Header.Get(altHeader)); v != "" {
 			return v, true
 		}
 		if forms == GoogleForms {
-			if v := strings.TrimSpace(r.Header.Get("x-goog-api-key")); v != "" {
+			if v := strings.TrimSpace(r.Header.Get("X-Goog-Api-Key")); v != "" {
 				return v, true
 			}
 		}
-		if v := strings.TrimSpace(r.URL.Query().Get("key")); v != "" {
+		if v := strings.TrimSpace(queryKey(r)); v != "" {
 			return v, true
 		}
 	}

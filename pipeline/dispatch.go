@@ -141,7 +141,12 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 				timeout = ch.Timeout
 			}
 			req.Timeout = timeout
-			actx, acancel := context.WithTimeout(ctx, timeout)
+			// The call's own deadline bounds an attempt as long as the
+			// whole call (it started first); a second timer is spared.
+			actx, acancel := ctx, context.CancelFunc(func() {})
+			if timeout < total {
+				actx, acancel = context.WithTimeout(ctx, timeout)
+			}
 			var span trace.Span
 			if s.tracer != nil {
 				actx, span, req.Headers = s.attemptSpan(actx, ch.Name, ch.Vendor, req.Headers)
@@ -338,7 +343,7 @@ func weightedShuffle(group []Candidate) {
 
 // forwardHeaders picks the client headers a vendor may need.
 func forwardHeaders(h http.Header) map[string]string {
-	if v := h.Get("anthropic-beta"); v != "" {
+	if v := h.Get("Anthropic-Beta"); v != "" {
 		return map[string]string{"anthropic-beta": v}
 	}
 	return nil

@@ -84,7 +84,9 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 			c.Err = apierr.New(apierr.InternalError, "the charge of this call could not be booked (the account's balance is out of its range), so the answer was not handed out")
 			c.renderError()
 		}
-		s.log.Debug("settled", "request_id", c.ID, "status", written.Status, "cost", written.Cost.String(), "model", written.Model)
+		if s.log.IsDebug() { // its arguments cost allocations on every call
+			s.log.Debug("settled", "request_id", c.ID, "status", written.Status, "cost", written.Cost.String(), "model", written.Model)
+		}
 	case errors.Is(err, ErrSettlementWaits):
 		// The answer is handed out: its charge is known and will be
 		// booked.
@@ -253,7 +255,10 @@ func (s *logStage) finishTask(ctx context.Context, c *Call) {
 
 // techView is the row's technical detail (GET /v1/logs/{id}).
 func techView(c *Call) *store.TechView {
-	t := &store.TechView{Request: []store.KV{}, Upstream: []store.KV{}, Gateway: []store.KV{}}
+	// One backing array for the three lists (each full-sliced, so one
+	// that outgrows its part moves out instead of writing over the next).
+	kv := make([]store.KV, 0, 12)
+	t := &store.TechView{Request: kv[0:0:4], Upstream: kv[4:4:6], Gateway: kv[6:6:12]}
 	if c.Job == nil {
 		t.Request = append(t.Request,
 			store.KV{K: "protocol", V: string(c.Protocol)},

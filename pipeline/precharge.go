@@ -74,7 +74,7 @@ func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
 		SubmittedAt: c.Start,
 		SpendCap:    c.Key.SpendCap,
 	}
-	return s.place(ctx, c, h, s.heldTokens(c), func(available money.Nano) string {
+	return s.place(ctx, c, h, func() string { return s.heldTokens(c) }, func(available money.Nano) string {
 		return s.tokensThatFit(c, available)
 	})
 }
@@ -137,7 +137,7 @@ func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
 		Model: c.Model.ID, UnitType: j.Billing.UnitType, Amount: amount, SubmittedAt: c.Start, TaskID: j.TaskID,
 		SpendCap: c.Key.SpendCap,
 	}
-	return s.place(ctx, c, h, "its units at the model's price", nil)
+	return s.place(ctx, c, h, func() string { return "its units at the model's price" }, nil)
 }
 
 // place reserves h, or refuses the call with 402: beyond the account's
@@ -145,7 +145,8 @@ func (s *prechargeStage) holdJob(ctx context.Context, c *Call) error {
 // the key's open holds, decided by the store with the hold). what says
 // what the hold covers; fits, when set, says what would fit the
 // available balance.
-func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what string, fits func(available money.Nano) string) error {
+// what says what the hold covers; it is only worded for a refusal.
+func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what func() string, fits func(available money.Nano) string) error {
 	if n := s.waiting.Holding(); n > 0 {
 		// Fail closed: calls already served wait for their charges to be
 		// written; no new one is served until they are.
@@ -154,11 +155,11 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what 
 	w, err := s.store.PlaceHold(ctx, h)
 	if errors.Is(err, store.ErrSpendCap) {
 		return apierr.New(apierr.QuotaExceeded, "spend cap reached: this request may cost up to "+h.Amount.String()+
-			" credits ("+what+"), more than is left of this key's spend cap of "+h.SpendCap.String()+
+			" credits ("+what()+"), more than is left of this key's spend cap of "+h.SpendCap.String()+
 			" (the cap minus what the key spent and holds for calls in flight); ask an admin to raise it")
 	}
 	if errors.Is(err, store.ErrInsufficient) {
-		msg := "insufficient balance: this request may cost up to " + h.Amount.String() + " credits (" + what + "), more than the account's available balance"
+		msg := "insufficient balance: this request may cost up to " + h.Amount.String() + " credits (" + what() + "), more than the account's available balance"
 		// The balance is read again for the message only: a store that
 		// fails here leaves the figures out, not the refusal.
 		if w, err := s.store.GetWallet(ctx, h.AccountID); err == nil {

@@ -23,13 +23,12 @@ import (
 // they come back when it does.
 
 // sessionHeaders are the headers that name a conversation, in the order
-// they are read.
-var sessionHeaders = []string{"session_id", "conversation_id"}
+// they are read, under the keys Go stores them (Session_id).
+var sessionHeaders = []string{"Session_id", "Conversation_id"}
 
 // SessionKey is the conversation a request names, "" for none.
 func SessionKey(h http.Header) string {
 	for _, name := range sessionHeaders {
-		// Go keeps such a header under its canonical key (Session_id).
 		if v := strings.TrimSpace(h.Get(name)); v != "" {
 			return v
 		}

@@ -202,7 +202,7 @@ func buildBody(c *Call, cand Candidate, upstreamModel string) ([]byte, []string,
 		return nil, nil, err
 	}
 	// Betas are Anthropic's: no other upstream gets the header.
-	if cand.Protocol != protocol.AnthropicMessages && c.Request.Header.Get("anthropic-beta") != "" {
+	if cand.Protocol != protocol.AnthropicMessages && c.Request.Header.Get("Anthropic-Beta") != "" {
 		warnings = append([]string{"anthropic-beta"}, warnings...)
 	}
 	return out, warnings, nil
