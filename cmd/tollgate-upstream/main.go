@@ -92,10 +92,11 @@ func run(args []string, log io.Writer) error {
 }
 
 func proxy(listen, target string, conns int, log io.Writer) error {
-	h, err := referenceProxy(target, conns)
+	p, err := referenceProxy(target, conns)
 	if err != nil {
 		return err
 	}
+	h := declaredBodies(p)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
@@ -134,4 +135,23 @@ func referenceProxy(target string, conns int) (*httputil.ReverseProxy, error) {
 	p.Transport = tr
 	p.FlushInterval = -1
 	return p, nil
+}
+
+// declaredBodies hands the proxy each request body cut at its declared
+// length, ending there by itself. Without it, a stream is cut now and
+// then (golang/go#40747): once the answer's headers are written the server
+// closes the inbound body, and the transport's check that the body held
+// no more than declared (one more read after Content-Length bytes) then
+// fails on the closed body and tears down the upstream connection
+// mid-answer.
+func declaredBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > 0 {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.LimitReader(r.Body, r.ContentLength), r.Body}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

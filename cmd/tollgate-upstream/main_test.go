@@ -48,7 +48,7 @@ func TestReferenceProxy(t *testing.T) {
 	if p, _ := referenceProxy(up.URL, 1); p.Transport.(*http.Transport).MaxIdleConnsPerHost != 64 {
 		t.Fatal("a pool under 64 connections")
 	}
-	front := httptest.NewServer(p)
+	front := httptest.NewServer(declaredBodies(p))
 	defer front.Close()
 	resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"x":1}`))
 	if err != nil {
@@ -58,6 +58,20 @@ func TestReferenceProxy(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(b) != "data: POST /v1/chat/completions {\"x\":1}\n\n" || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("%d %q %v", resp.StatusCode, b, resp.Header)
+	}
+	// Streams one after another on kept-alive connections: none is cut
+	// (the declared-length body of declaredBodies).
+	c := &http.Client{}
+	for i := range 300 {
+		resp, err := c.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !strings.HasSuffix(string(b), "\n\n") {
+			t.Fatalf("stream %d cut: %q %v", i, b, err)
+		}
 	}
 	if _, err := referenceProxy("not a url", 64); err == nil {
 		t.Fatal("a relative target accepted")
