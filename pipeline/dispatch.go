@@ -428,7 +428,7 @@ func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req
 		}
 	}
 	c.Served = true
-	c.Respond(http.StatusOK, http.Header{"Content-Type": {"application/json"}}, body)
+	c.Respond(http.StatusOK, nil, body) // JSON, the Content-Type of an answer without one
 	return done, nil
 }
 
