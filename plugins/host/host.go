@@ -220,13 +220,19 @@ func (p *Plugin) launch(ctx context.Context) error {
 		client.Kill()
 		return fmt.Errorf("plugin %s does not serve the vendor interface", p.name)
 	}
+	return p.configure(ctx, client, v, client.Kill)
+}
+
+// configure hands v the plugin's config and makes it current; on a
+// refusal it calls abandon and keeps nothing.
+func (p *Plugin) configure(ctx context.Context, client *plugin.Client, v vendor.Vendor, abandon func()) error {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	p.mu.RLock()
 	cfg := p.cfg
 	p.mu.RUnlock()
 	if err := v.Configure(cctx, cfg); err != nil {
-		client.Kill()
+		abandon()
 		return fmt.Errorf("configure plugin %s: %w", p.name, err)
 	}
 	p.mu.Lock()

@@ -462,17 +462,25 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// The echo vendor passes the suite as a plugin process behind the host.
+// The echo vendor passes the suite behind the host over both transports:
+// as a plugin process, and in process (as the gateway runs a channel with
+// transport = "in-process").
 func TestConformanceThroughHost(t *testing.T) {
-	conformance.Run(t, conformance.Target{
-		Name: echo.Name,
-		New: func(t *testing.T) vendor.Vendor {
-			_, v := start(t, nil)
-			return v
-		},
-		Protocols: []string{"openai_chat", "anthropic_messages", "openai_responses", "gemini_native"},
-		Request:   conformance.MarkerRequest,
-	})
+	for name, run := range map[string]func(t testing.TB, log hclog.Logger) (*host.Host, vendor.Vendor){
+		"process": start, "in_process": startInProcess,
+	} {
+		t.Run(name, func(t *testing.T) {
+			conformance.Run(t, conformance.Target{
+				Name: echo.Name,
+				New: func(t *testing.T) vendor.Vendor {
+					_, v := run(t, nil)
+					return v
+				},
+				Protocols: []string{"openai_chat", "anthropic_messages", "openai_responses", "gemini_native"},
+				Request:   conformance.MarkerRequest,
+			})
+		})
+	}
 }
 
 func BenchmarkPluginHopUnary(b *testing.B) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -52,19 +51,7 @@ func (h *Host) StartInProcess(ctx context.Context, name string, newVendor Builti
 // launchInProcess makes the built-in vendor and configures it.
 func (p *Plugin) launchInProcess(ctx context.Context) error {
 	v := vendor.InProcess(p.builtin(p.log), p.log)
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	p.mu.RLock()
-	cfg := p.cfg
-	p.mu.RUnlock()
-	if err := v.Configure(cctx, cfg); err != nil {
-		closeClient(v)
-		return fmt.Errorf("configure plugin %s: %w", p.name, err)
-	}
-	p.mu.Lock()
-	p.set(nil, v)
-	p.mu.Unlock()
-	return nil
+	return p.configure(ctx, nil, v, func() { closeClient(v) })
 }
 
 // InProcess reports whether the vendor runs inside the gateway's process.

@@ -36,20 +36,6 @@ func startInProcess(t testing.TB, log hclog.Logger) (*host.Host, vendor.Vendor) 
 	return h, v
 }
 
-// The echo vendor passes the suite in process behind the host, as the
-// gateway runs a channel with transport = "in-process".
-func TestConformanceInProcess(t *testing.T) {
-	conformance.Run(t, conformance.Target{
-		Name: echo.Name,
-		New: func(t *testing.T) vendor.Vendor {
-			_, v := startInProcess(t, nil)
-			return v
-		},
-		Protocols: []string{"openai_chat", "anthropic_messages", "openai_responses", "gemini_native"},
-		Request:   conformance.MarkerRequest,
-	})
-}
-
 func TestInProcessRunsWithoutAProcess(t *testing.T) {
 	h, v := startInProcess(t, nil)
 	pid, _ := mustReport(t, v)
