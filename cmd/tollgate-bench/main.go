@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	noProfiles := fs.Bool("no-profiles", false, "take no profiles")
 	seedRows := fs.Int("seed-rows", 0, "also measure completions at c=64 after writing this many log rows into the store")
 	noProxy := fs.Bool("no-proxy-reference", false, "skip the reference proxy (and with it every ratio)")
-	noInProcess := fs.Bool("no-in-process", false, "skip the gateway whose vendor runs in its own process (transport = \"in-process\")")
+	noInProcess := fs.Bool("no-in-process", false, "skip the gateway whose vendor runs in the gateway's process (transport = \"in-process\")")
 	cases := fs.String("cases", "", "comma-separated case names to run (default: all)")
 	logLevel := fs.String("gateway-log-level", "info", "the gateway's --log-level")
 	noMetrics := fs.Bool("no-metrics", false, "run the gateways without /metrics (on by default, as in the budget's default configuration)")

@@ -42,8 +42,8 @@ type Options struct {
 	LogLevel string
 	// NoProxyReference skips the reference proxy (and so every ratio).
 	NoProxyReference bool
-	// NoInProcess skips the second gateway, whose vendor runs in its own
-	// process (transport = "in-process").
+	// NoInProcess skips the second gateway, whose vendor runs in the
+	// gateway's process (transport = "in-process").
 	NoInProcess bool
 	// NoMetrics runs the gateways without /metrics (on by default, as
 	// the budget's default configuration has it).
@@ -376,7 +376,7 @@ func (e *env) startProxy(ctx context.Context) error {
 }
 
 // startGateway starts a gateway on a fresh data directory (its vendor
-// in its own process when inProcess) and makes its bench key.
+// in the gateway's process when inProcess) and makes its bench key.
 func (e *env) startGateway(ctx context.Context, inProcess bool) (*gateway, error) {
 	name := "gateway"
 	if inProcess {
@@ -436,7 +436,7 @@ func (e *env) launch(g *gateway, name, data string) error {
 	case !g.inProcess && len(tree) < 2:
 		return fmt.Errorf("the gateway (pid %d) runs no plugin process: the bench measures the plugin hop, so tollgate-plugin-openai must be beside tollgate in %s", p.pid(), e.o.BinDir)
 	case g.inProcess && len(tree) > 1:
-		return fmt.Errorf("the in-process gateway (pid %d) runs %d plugin process(es): its channel's vendor should run in its own process", p.pid(), len(tree)-1)
+		return fmt.Errorf("the in-process gateway (pid %d) runs %d plugin process(es): its channel's vendor should run in the gateway's process", p.pid(), len(tree)-1)
 	}
 	fmt.Fprintf(e.o.Log, "%s on %s (pid %d, %d process(es) with its plugins)\n", name, g.url, p.pid(), len(tree))
 	return nil

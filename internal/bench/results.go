@@ -87,8 +87,8 @@ type CaseResult struct {
 	Proxy      *Side `json:"proxy,omitempty"`
 	// Gateway is the default configuration: vendors out of process.
 	Gateway Side `json:"gateway"`
-	// InProcess is the same gateway with its channel's vendor in its own
-	// process (transport = "in-process").
+	// InProcess is the same gateway with its channel's vendor in the
+	// gateway's process (transport = "in-process").
 	InProcess *Side `json:"in_process,omitempty"`
 	// AddedP50US is gateway p50 minus direct p50.
 	AddedP50US float64 `json:"added_p50_us"`
