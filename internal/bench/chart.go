@@ -31,7 +31,7 @@ type Panel struct {
 // the gateway and for the gateway with its vendor in process.
 func ChartPanels(r *Results) []Panel {
 	cpu := Panel{Title: "CPU per call at c=64 / proxy", Unit: "x", Decimals: 2}
-	lat := Panel{Title: "added p50 at c=1 / proxy's", Unit: "x", Decimals: 2}
+	lat := Panel{Title: "added p50 at c=1 / proxy", Unit: "x", Decimals: 2}
 	for _, c := range r.Cases {
 		if c.SeededRows > 0 || c.Translated {
 			continue
@@ -53,7 +53,7 @@ func ChartPanels(r *Results) []Panel {
 		case c.Concurrency == 1 && c.AddedP50Ratio != nil:
 			lat.Bars = append(lat.Bars, Bar{Label: label, Value: c.AddedP50Ratio.Value, Budget: BudgetAddedP50Ratio})
 			if c.InProcessAddedP50Ratio != nil {
-				lat.Bars = append(lat.Bars, Bar{Label: label + " in-proc", Value: c.InProcessAddedP50Ratio.Value})
+				lat.Bars = append(lat.Bars, Bar{Label: label + " in-proc", Value: c.InProcessAddedP50Ratio.Value, Budget: BudgetAddedP50Ratio})
 			}
 		}
 	}

@@ -22,7 +22,7 @@ func TestChartPanels(t *testing.T) {
 		cpu.Bars[1].Value != 0.8 || cpu.Bars[1].Budget != BudgetInProcessCPURatio || cpu.Bars[2].Budget != BudgetStreamCPURatio {
 		t.Fatalf("cpu bars %+v", cpu.Bars)
 	}
-	if len(lat.Bars) != 3 || lat.Bars[0].Value != 1.1 || lat.Bars[0].Budget != BudgetAddedP50Ratio || lat.Bars[2].Value != 1.5 {
+	if len(lat.Bars) != 3 || lat.Bars[0].Value != 1.1 || lat.Bars[0].Budget != BudgetAddedP50Ratio || lat.Bars[1].Budget != BudgetAddedP50Ratio || lat.Bars[2].Value != 1.5 {
 		t.Fatalf("latency bars %+v", lat.Bars)
 	}
 }
