@@ -87,6 +87,28 @@ func TestInProcessPanicFailsTheCallOnly(t *testing.T) {
 	}
 }
 
+// A reload reconfigures an in-process vendor in place: its new channels
+// serve, the ones it lost fail as unknown, and the host keeps its config.
+func TestInProcessReconfigure(t *testing.T) {
+	h, v := startInProcess(t, nil)
+	p := h.Get("echo")
+	next := vendor.Config{Channels: []vendor.Channel{{Name: "second", APIKey: "k2"}}}
+	if err := p.Configure(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	req := request("hi", false)
+	req.Channel = "second"
+	if resp, err := v.Chat(t.Context(), req); err != nil || resp.Status != 200 {
+		t.Fatalf("the new channel: %+v %v", resp, err)
+	}
+	if _, err := v.Chat(t.Context(), request("hi", false)); kind(err) != vendor.FailureConfig {
+		t.Fatalf("the channel it lost: %v, want a config failure", err)
+	}
+	if got := p.Config(); len(got.Channels) != 1 || got.Channels[0].Name != "second" {
+		t.Fatalf("config kept %+v", got)
+	}
+}
+
 func TestStartInProcessRefusals(t *testing.T) {
 	h := host.New(hclog.NewNullLogger())
 	defer h.Close()
