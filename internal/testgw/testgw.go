@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,8 +44,9 @@ func repoRoot() string {
 func Build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "tollgate-bin-")
-		if buildErr != nil {
+		sweepBuildDirs()
+		buildDir = filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", buildPrefix, os.Getpid()))
+		if buildErr = os.MkdirAll(buildDir, 0o755); buildErr != nil {
 			return
 		}
 		targets := map[string]string{"tollgate": "./cmd/tollgate"}
@@ -67,6 +69,28 @@ func Build(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return buildDir
+}
+
+const buildPrefix = "tollgate-bin-"
+
+// sweepBuildDirs removes the build directories of test processes that have
+// ended: a test binary cannot remove its own at exit (it has no TestMain),
+// and each holds about 300 MB of binaries.
+func sweepBuildDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), buildPrefix+"*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), buildPrefix))
+		if err != nil {
+			// An older layout (MkdirTemp's random suffix): gone after a day.
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+				os.RemoveAll(d)
+			}
+			continue
+		}
+		if pid != os.Getpid() && !processAlive(pid) {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // BuildExtra compiles another main package into the build directory.
@@ -317,4 +341,10 @@ func (g *Gateway) Balance(accountID string) (balance, held string) {
 		g.t.Fatalf("account %s: no balance or held in the answer", accountID)
 	}
 	return a.Balance, a.Held
+}
+
+// processAlive reports whether a process with this pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
 }
