@@ -82,7 +82,13 @@ type cluster struct {
 // they race to migrate it.
 func startCluster(t *testing.T, n int, lease string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dbURL: testpg.Database(t), lease: lease}
+	return startClusterOn(t, n, lease, testpg.Database(t))
+}
+
+// startClusterOn starts n instances on the database at dbURL.
+func startClusterOn(t *testing.T, n int, lease, dbURL string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dbURL: dbURL, lease: lease}
 	c.gws = make([]*testgw.Gateway, n)
 	var wg sync.WaitGroup
 	for i := range n {

@@ -39,6 +39,9 @@ type Server struct {
 	dir  string
 	cmd  *exec.Cmd
 	log  *os.File
+	bin  string
+	cred *syscall.Credential
+	args []string // postgres's arguments but the port
 	// exited is closed when the server process has ended.
 	exited chan struct{}
 }
@@ -268,44 +271,73 @@ func start(settings ...string) (*Server, error) {
 	if s.log, err = os.Create(filepath.Join(dir, "server.log")); err != nil {
 		return fail(err)
 	}
+	s.bin, s.cred = bin, cred
+	s.args = []string{"-D", data,
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=500", "-c", "shared_buffers=128MB", "-c", "max_locks_per_transaction=256",
+		"-c", "log_min_messages=warning", "-c", "logging_collector=off"}
+	for _, kv := range settings {
+		s.args = append(s.args, "-c", kv)
+	}
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return fail(err)
 		}
-		s.Port = port
-		s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-		args := []string{"-D", data, "-p", strconv.Itoa(port),
-			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-			"-c", "max_connections=500", "-c", "shared_buffers=128MB", "-c", "max_locks_per_transaction=256",
-			"-c", "log_min_messages=warning", "-c", "logging_collector=off"}
-		for _, kv := range settings {
-			args = append(args, "-c", kv)
-		}
-		s.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
-		s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-		s.cmd.Dir = dir
-		if err := s.cmd.Start(); err != nil {
-			s.cmd = nil
-			return fail(err)
-		}
-		s.exited = make(chan struct{})
-		go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.cmd, s.exited)
-		err = s.wait(30 * time.Second)
+		err = s.run(port)
 		if err == nil {
 			return s, nil
 		}
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		s.cmd = nil
 		if attempt == 2 {
-			b, _ := os.ReadFile(s.log.Name())
-			return fail(fmt.Errorf("postgres did not start: %v\n%s", err, tail(string(b), 2000)))
+			return fail(err)
 		}
 	}
 }
+
+// run starts postgres on port and waits until it takes connections.
+func (s *Server) run(port int) error {
+	s.Port = port
+	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), append(s.args, "-p", strconv.Itoa(port))...)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.Dir = s.dir
+	if err := s.cmd.Start(); err != nil {
+		s.cmd = nil
+		return err
+	}
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.cmd, s.exited)
+	err := s.wait(30 * time.Second)
+	if err == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+	b, _ := os.ReadFile(s.log.Name())
+	return fmt.Errorf("postgres did not start: %v\n%s", err, tail(string(b), 2000))
+}
+
+// Halt stops the server as an operator would (a fast shutdown: sessions
+// are ended, transactions rolled back) and keeps its data for Resume.
+func (s *Server) Halt() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Resume starts a halted server again on its data and its port.
+func (s *Server) Resume() error { return s.run(s.Port) }
 
 // initData makes an empty cluster in data: a copy of a template made once
 // per machine by initdb (which takes seconds; a copy, a fraction).

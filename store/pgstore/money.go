@@ -122,7 +122,9 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w, s.holdRefused(ctx, h.AccountID)
 	}
-	return w, s.fail(err)
+	err = s.fail(err)
+	s.doubt(h.ID, err)
+	return w, err
 }
 
 // reserveSQL is the wallet's guarded update: held grows by $2 only if the
@@ -175,6 +177,7 @@ func (s *Store) placeCapped(ctx context.Context, h store.Hold) (store.Wallet, er
 	case errors.Is(err, errRollback):
 		return store.Wallet{AccountID: h.AccountID}, refused
 	case err != nil:
+		s.doubt(h.ID, err)
 		return store.Wallet{AccountID: h.AccountID}, err
 	}
 	return w, nil

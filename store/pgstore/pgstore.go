@@ -78,7 +78,8 @@ type Store struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	cache *authCache
+	cache  *authCache
+	doubts doubts
 }
 
 // Open connects, migrates the schema (unless NoMigrate), registers this

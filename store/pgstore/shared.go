@@ -33,10 +33,13 @@ func (s *Store) renew(ctx context.Context) error {
 const tidyEvery = time.Minute
 
 // heartbeat renews the lease until the store closes, and runs the
-// maintenance pass now and then.
+// maintenance pass now and then. While the database does not answer, or
+// holds wait in doubt, it tries again every retryEvery rather than every
+// third of the lease, so that the lease is renewed and the doubtful holds
+// released within a moment of the database answering again.
 func (s *Store) heartbeat() {
 	defer s.wg.Done()
-	t := time.NewTicker(s.lease / 3)
+	t := time.NewTimer(s.lease / 3)
 	defer t.Stop()
 	failing := false
 	lastTidy := time.Now()
@@ -48,6 +51,9 @@ func (s *Store) heartbeat() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
 		err := s.renew(ctx)
+		if err == nil && s.inDoubt() > 0 {
+			err = s.releaseDoubts(ctx)
+		}
 		if err == nil && time.Since(lastTidy) >= tidyEvery {
 			lastTidy = time.Now()
 			if terr := s.tidy(ctx); terr != nil {
@@ -63,8 +69,16 @@ func (s *Store) heartbeat() {
 			s.log.Info("lease renewed again", "instance", s.instance)
 			failing = false
 		}
+		next := s.lease / 3
+		if failing || s.inDoubt() > 0 {
+			next = min(next, retryEvery)
+		}
+		t.Reset(next)
 	}
 }
+
+// retryEvery is the heartbeat's pace while the database does not answer.
+const retryEvery = 250 * time.Millisecond
 
 // SweepExpiredHolds implements store.Shared.
 func (s *Store) SweepExpiredHolds(ctx context.Context, fn func(ctx context.Context, holds []store.Hold) error) (bool, error) {
