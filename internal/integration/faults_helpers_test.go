@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type load struct {
 	callers int
 	prompt  string // added to every prompt (sim markers)
 
+	inFlight atomic.Int64 // calls sent and not yet answered whole
+
 	mu   sync.Mutex
 	outs []outcome
 	stop chan struct{}
@@ -63,7 +66,9 @@ func startLoad(g *testgw.Gateway, key string, callers int, prompt string) *load 
 					return
 				default:
 				}
+				l.inFlight.Add(1)
 				o := l.one(client, w, i)
+				l.inFlight.Add(-1)
 				l.mu.Lock()
 				l.outs = append(l.outs, o)
 				l.mu.Unlock()
