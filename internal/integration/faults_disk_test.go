@@ -40,9 +40,11 @@ func TestDiskFullAtEachMoment(t *testing.T) {
 			}
 		}
 	}
+	began := time.Now()
 	recovered := func(what string, free func()) {
 		t.Helper()
 		free()
+		defer func() { t.Logf("%s: recovered at %s", what, time.Since(began).Round(time.Millisecond)) }()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			if st, _ := readyz(t, g); st == 200 {
 				break

@@ -32,7 +32,8 @@ import (
 func TestPluginCrashStormAcrossFamilies(t *testing.T) {
 	up := startUpstream(t, sim.Knobs{})
 	vendors := mediaVendorsConfig(up.URL)
-	cfg := mediaConfig + vendors[strings.Index(vendors, `channel "openai-media"`):]
+	cfg := strings.Replace(mediaConfig, `protocols = ["openai_chat"]`, `protocols = ["openai_chat", "anthropic_messages"]`, 1) +
+		vendors[strings.Index(vendors, `channel "openai-media"`):]
 	g := testgw.Start(t, testgw.Options{Config: cfg})
 	const credit = "500"
 	e := newMediaAccount(t, g, credit)

@@ -45,8 +45,8 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	acct, key := c.account("1000")
 	credited := money.MustParse("1000")
 
-	l := startDBLoad(c.url, key, 12)
-	time.Sleep(2 * time.Second)
+	l := startDBLoad(c.url, key, 10)
+	time.Sleep(1500 * time.Millisecond)
 
 	// The link is cut with calls in flight: the transactions on it are
 	// lost mid-way, whatever step they were at.
@@ -57,22 +57,22 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 		t.Errorf("the cut fell on no live connection (%d open, %d reads)", open, moved)
 	}
 	c.waitReady(t, 503, 5*time.Second, "with the link cut")
-	time.Sleep(3 * time.Second)
+	time.Sleep(2 * time.Second)
 	proxy.Mend()
 	c.waitReady(t, 200, 15*time.Second, "after the link came back")
-	time.Sleep(2 * time.Second)
+	time.Sleep(1500 * time.Millisecond)
 
 	// The server is stopped (a fast shutdown: sessions ended, open
 	// transactions rolled back) and started again.
 	c.inFlight(t, acct, "the stop")
 	srv.Halt()
 	c.waitReady(t, 503, 5*time.Second, "with the server stopped")
-	time.Sleep(3 * time.Second)
+	time.Sleep(2 * time.Second)
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
 	c.waitReady(t, 200, 15*time.Second, "after the server came back")
-	time.Sleep(2 * time.Second)
+	time.Sleep(1500 * time.Millisecond)
 	outs := l.end()
 
 	var served, refused, cut int
