@@ -16,6 +16,9 @@ FUZZTIME  ?= 2000x
 METRICS_LISTEN ?= 127.0.0.1:9090
 # make test lists packages as they finish and sums up at the end.
 GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.13.0
+# TEST_JSON=FILE keeps the tests' go test -json record there (.ci/run
+# counts the kinds of test that ran in it: internal/testkind).
+TEST_JSON ?=
 
 .PHONY: all build plugins run install test test-setup fuzz bench proto lint clean deps
 
@@ -53,7 +56,7 @@ install: deps
 # translators. test-setup says what the tests need and installs it when it
 # can (README: "What make test sets up").
 test: deps lint test-setup
-	$(GOTESTSUM) --format pkgname -- -race -count=1 -timeout 20m ./...
+	$(GOTESTSUM) --format pkgname $(if $(TEST_JSON),--jsonfile $(TEST_JSON)) -- -race -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./...
 	$(MAKE) fuzz
 

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 )
 
 // Server is a running PostgreSQL.
@@ -93,13 +95,23 @@ func (s *Server) PID() int { return s.cmd.Process.Pid }
 func Start(t testing.TB) *Server {
 	t.Helper()
 	once.Do(func() { shared, errOnce = start() })
-	if errOnce != nil {
-		if os.Getenv("TOLLGATE_SKIP_POSTGRES") != "" && os.Getenv("CI") != "true" {
-			t.Skipf("postgres: %v", errOnce)
-		}
-		t.Fatalf("postgres: %v", errOnce)
-	}
+	Unavailable(t, errOnce)
 	return shared
+}
+
+// Unavailable marks t as a PostgreSQL test (CI counts them: a skipped one
+// fails it) and ends it when err, the server's start, failed: skipped
+// when TOLLGATE_SKIP_POSTGRES is set outside CI, failed otherwise.
+func Unavailable(t testing.TB, err error) {
+	t.Helper()
+	testkind.Mark(t, testkind.Postgres)
+	if err == nil {
+		return
+	}
+	if os.Getenv("TOLLGATE_SKIP_POSTGRES") != "" && !testkind.InCI() {
+		t.Skipf("postgres: %v", err)
+	}
+	t.Fatalf("postgres: %v", err)
 }
 
 // Schema creates a new empty schema and returns a URL whose connections

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -69,7 +70,14 @@ func TestRemovedDirectoryFailsClosedAndCloses(t *testing.T) {
 }
 
 // The directory coming back (the operator restores it) lets moves in again.
+// Root writes to read-only directories, so as root the test runs again as
+// the unprivileged user nobody, in a child process.
 func TestProbeRecovers(t *testing.T) {
+	testkind.Mark(t, testkind.Unprivileged)
+	if os.Geteuid() == 0 {
+		runUnprivileged(t, "TestProbeRecovers")
+		return
+	}
 	ctx := t.Context()
 	dir := t.TempDir()
 	s := openTemp(t, dir, Options{ProbeInterval: 10 * time.Millisecond})
@@ -78,10 +86,6 @@ func TestProbeRecovers(t *testing.T) {
 	}
 	if err := os.Chmod(dir, 0o500); err != nil {
 		t.Fatal(err)
-	}
-	if os.Geteuid() == 0 {
-		_ = os.Chmod(dir, 0o700)
-		t.Skip("root writes to read-only directories")
 	}
 	waitCheck(t, s, true)
 	if err := os.Chmod(dir, 0o700); err != nil {

@@ -425,9 +425,7 @@ func TestTextAndTimes(t *testing.T) {
 // refused, probes failing), not a generic error.
 func TestDatabaseGone(t *testing.T) {
 	srv, err := testpg.Launch()
-	if err != nil {
-		t.Skip(err)
-	}
+	testpg.Unavailable(t, err)
 	url, err := srv.CreateDatabase(t.Context(), "gone")
 	if err != nil {
 		srv.Stop()
