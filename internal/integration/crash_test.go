@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestSIGKILLWithCallsInFlight(t *testing.T) {
 	const rounds = 5
 	for round := range rounds {
 		killAt := time.Duration(150+rng.IntN(600)) * time.Millisecond
-		traces, finished := loadAndKill(t, g, key, killAt)
+		traces, finished := loadAndKill(t, g, acct, key, killAt)
 		for _, tr := range traces {
 			answered[tr] = true
 		}
@@ -50,11 +51,12 @@ func TestSIGKILLWithCallsInFlight(t *testing.T) {
 }
 
 // loadAndKill runs 40 callers against g until it is SIGKILLed after
-// killAt, and returns the trace ids of the calls that got an answer (a
+// killAt, fails t unless calls were in flight at the kill, and returns the trace ids of the calls that got an answer (a
 // status and headers; a stream may be cut after) and how many finished.
-func loadAndKill(t *testing.T, g *testgw.Gateway, key string, killAt time.Duration) (traces []string, finished int) {
+func loadAndKill(t *testing.T, g *testgw.Gateway, acct, key string, killAt time.Duration) (traces []string, finished int) {
 	t.Helper()
 	var mu sync.Mutex
+	var inFlight atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 20 * time.Second}
@@ -69,7 +71,9 @@ func loadAndKill(t *testing.T, g *testgw.Gateway, key string, killAt time.Durati
 				default:
 				}
 				url, headers, body := crashCall(g, key, w, i)
+				inFlight.Add(1)
 				tr, done := callOnce(client, url, headers, body)
+				inFlight.Add(-1)
 				if tr == "" {
 					continue // refused at connect (the kill), or no answer yet
 				}
@@ -83,7 +87,16 @@ func loadAndKill(t *testing.T, g *testgw.Gateway, key string, killAt time.Durati
 		}()
 	}
 	time.Sleep(killAt)
+	// Calls are in flight at the kill: holds open at the gateway (a call
+	// between its hold and its settlement) and calls sent and not yet
+	// answered whole.
+	_, held := g.Balance(acct)
+	sent := inFlight.Load()
 	g.Kill()
+	if held == "0" || sent == 0 {
+		t.Fatalf("no call in flight at the kill after %s: %s held, %d calls unanswered", killAt, held, sent)
+	}
+	t.Logf("killed with %s held and %d calls unanswered", held, sent)
 	close(stop)
 	wg.Wait()
 	client.CloseIdleConnections()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 )
 
 // A storm of SIGKILLs of the sim plugin, one every 3 to 5 s under 16
@@ -32,6 +33,11 @@ func TestPluginCrashStorm(t *testing.T) {
 		if len(pids) == 0 {
 			continue // still restarting from the last kill
 		}
+		// Calls are in flight at each kill (holds open at the gateway).
+		if _, held := g.Balance(acct); held == "0" {
+			t.Fatalf("kill %d: no call in flight", kills+1)
+		}
+		testkind.Mark(t, testkind.SIGKILL)
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 )
 
 // AdminToken is the admin token every test gateway runs with.
@@ -189,6 +191,9 @@ func Start(t testing.TB, o Options) *Gateway {
 	}
 	t.Cleanup(func() {
 		g.Stop()
+		if strings.Contains(g.Output(), "plugin started") { // go-plugin's line, at log level debug
+			testkind.Mark(t, testkind.Plugins)
+		}
 		if t.Failed() {
 			t.Logf("gateway output:\n%s", g.Output())
 		}
@@ -239,6 +244,7 @@ func (g *Gateway) Alive() bool {
 
 // Kill SIGKILLs the process and waits for it.
 func (g *Gateway) Kill() {
+	testkind.Mark(g.t, testkind.SIGKILL)
 	_ = g.Cmd.Process.Kill()
 	<-g.exited
 }

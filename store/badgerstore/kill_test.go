@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -29,6 +30,7 @@ import (
 // so Badger's own recovery after a kill (not a clean close) and the
 // journal replay are exercised, a kill during that replay included.
 func TestMoneyMovesSurviveSIGKILL(t *testing.T) {
+	testkind.Mark(t, testkind.SIGKILL)
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
