@@ -119,9 +119,7 @@ func (g *Gateway) sideServers(httpsAddr string, b *banner) (*sideServers, error)
 			return nil, err
 		}
 		s.metricsLn = ln
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", g.metrics.Handler())
-		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		s.metricsSrv = &http.Server{Handler: g.metrics.Routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 		b.metrics = "http://" + ln.Addr().String() + "/metrics"
 		b.extra = append(b.extra, [2]string{"metrics:", b.metrics + " (Prometheus text)"})
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tollgate-gw/tollgate/core/routes"
+
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
@@ -126,6 +128,14 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorLog: m.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	})
+}
+
+// Routes are the operations listener's (server { metrics_listen }):
+// GET /metrics alone.
+func (m *Metrics) Routes() *routes.Mux {
+	mux := routes.New()
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
 }
 
 // Registry is the registry, for tests and for an integrator's own

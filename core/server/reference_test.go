@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/console"
 	"github.com/tollgate-gw/tollgate/core/kbapi"
+	"github.com/tollgate-gw/tollgate/core/metrics"
 	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/core/server"
 	"github.com/tollgate-gw/tollgate/core/users"
@@ -26,8 +27,10 @@ import (
 )
 
 // docs/reference.md is the one reference for every endpoint. This test
-// holds it to the route table: every route the server or the admin API
-// serves has a section, every section is served, and every section says
+// holds it to the route table of every listener: the API's (server.New),
+// the admin API's (admin.NewHandler, on the API's listener or on
+// admin_listen), the console's (console { listen }) and the operations
+// listener's (metrics_listen: /metrics). Every route served has a section, every section is served, and every section says
 // what a reader needs. Adding a route? Add to docs/reference.md:
 //
 //	### `METHOD /path/{param}`
@@ -55,17 +58,25 @@ var (
 
 // fieldsOf are the lines each section must have.
 var fieldsOf = map[string][]string{
-	"public":  {"- Auth:", "- Bills:", "- Errors:"},
-	"admin":   {"- Body:", "- Answer:", "- Errors:"},
-	"console": {"- Auth:", "- Answer:"},
+	"public":     {"- Auth:", "- Bills:", "- Errors:"},
+	"admin":      {"- Body:", "- Answer:", "- Errors:"},
+	"console":    {"- Auth:", "- Answer:"},
+	"operations": {"- Auth:", "- Bills:", "- Errors:"},
 }
+
+// The parts of docs/reference.md that hold route sections.
+const (
+	partPublic     = "Public API"
+	partAdmin      = "Admin API"
+	partConsole    = "Console"
+	partOperations = "Operations listener"
+)
 
 type section struct {
 	heading string
 	routes  [][2]string // method, path
 	text    string
-	admin   bool
-	console bool
+	part    string
 }
 
 func TestReferenceCoversEveryRoute(t *testing.T) {
@@ -76,27 +87,32 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 	sections := parseReference(t, string(doc))
 	srv, adm := fullServer(t)
 	con := consoleRoutes(t)
+	ops := metrics.New(metrics.Sources{}, hclog.NewNullLogger()).Routes()
 
 	// Every section: served, and complete.
 	covered := map[string]bool{}
 	adminCovered := map[string]bool{}
 	consoleCovered := map[string]bool{}
+	opsCovered := map[string]bool{}
 	for _, s := range sections {
-		kind := "public"
-		switch {
-		case s.admin:
-			kind = "admin"
-		case s.console:
-			kind = "console"
-		}
+		kind := map[string]string{partPublic: "public", partAdmin: "admin", partConsole: "console", partOperations: "operations"}[s.part]
 		for _, f := range fieldsOf[kind] {
 			if !strings.Contains(s.text, "\n"+f) {
 				t.Errorf("docs/reference.md: %s lacks a %q line", s.heading, f)
 			}
 		}
+		admin := s.part == partAdmin
 		for _, r := range s.routes {
 			method, path := r[0], paramRe.ReplaceAllString(r[1], "x1")
-			if s.console {
+			if s.part == partOperations {
+				p := ops.Match(method, path)
+				if p == "" {
+					t.Errorf("docs/reference.md documents %s %s, which the operations listener does not serve", r[0], r[1])
+				}
+				opsCovered[p] = true
+				continue
+			}
+			if s.part == partConsole {
 				cp := con.Match(method, path)
 				if cp == "" || !strings.HasPrefix(r[1], "/console/") {
 					t.Errorf("docs/reference.md documents %s %s, which the console does not serve", r[0], r[1])
@@ -109,9 +125,9 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 			switch {
 			case p == "":
 				t.Errorf("docs/reference.md documents %s %s, which is not served", r[0], r[1])
-			case s.admin != strings.HasPrefix(r[1], "/admin/v1/"):
+			case admin != strings.HasPrefix(r[1], "/admin/v1/"):
 				t.Errorf("docs/reference.md: %s %s is in the wrong part (admin routes go under ## Admin API)", r[0], r[1])
-			case s.admin:
+			case admin:
 				covered[p] = true
 				ap := adm.Match(method, path)
 				if ap == "" {
@@ -135,6 +151,7 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 	check("the server", srv.Patterns(), covered)
 	check("the admin API", adm.Patterns(), adminCovered)
 	check("the console", con.Patterns(), consoleCovered)
+	check("the operations listener", ops.Patterns(), opsCovered)
 	for _, m := range mounted {
 		for _, p := range m.Patterns() {
 			if !slices.ContainsFunc(sections, func(s section) bool { return strings.Contains(s.heading, strings.TrimSpace(p)) }) {
@@ -145,7 +162,7 @@ func TestReferenceCoversEveryRoute(t *testing.T) {
 }
 
 // parseReference reads the sections of the "## Public API", "## Admin
-// API" and "## Console" parts.
+// API", "## Console" and "## Operations listener" parts.
 func parseReference(t *testing.T, doc string) []section {
 	var out []section
 	part := ""
@@ -156,8 +173,8 @@ func parseReference(t *testing.T, doc string) []section {
 			part = strings.TrimPrefix(line, "## ")
 			cur = nil
 			continue
-		case headingRe.MatchString(line) && (part == "Public API" || part == "Admin API" || part == "Console"):
-			out = append(out, section{heading: line, admin: part == "Admin API", console: part == "Console"})
+		case headingRe.MatchString(line) && (part == partPublic || part == partAdmin || part == partConsole || part == partOperations):
+			out = append(out, section{heading: line, part: part})
 			cur = &out[len(out)-1]
 			for _, m := range routeRe.FindAllStringSubmatch(line, -1) {
 				cur.routes = append(cur.routes, [2]string{m[1], m[2]})
