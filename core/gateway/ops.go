@@ -18,11 +18,21 @@ import (
 	"github.com/tollgate-gw/tollgate/core/tlsserve"
 	"github.com/tollgate-gw/tollgate/core/tracing"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
 
 // settleWait bounds the wait, after the drain, for the calls it cut: each
 // still settles its hold and writes its row.
 const settleWait = 10 * time.Second
+
+// stopBound is the longest a stop on SIGTERM takes with drain as
+// server.drain_timeout: the drain, the waits for the calls it cut and for
+// a previous config's calls, the settlement queue's flush, and the
+// store's bounded close. A supervisor's stop timeout (the systemd unit's,
+// the compose file's) must exceed it, or it cuts the settling short.
+func stopBound(drain time.Duration) time.Duration {
+	return drain + 3*settleWait + badgerstore.DefaultCloseTimeout
+}
 
 // provisionTelemetry starts tracing (when the telemetry block or OTEL_*
 // turn it on) and the metrics registry (when server.metrics_listen is
@@ -188,7 +198,7 @@ func (g *Gateway) drain(hs *http.Server, side *sideServers) {
 	if timeout <= 0 {
 		timeout = config.DefaultDrainTimeout
 	}
-	g.log.Info("draining: no new calls; calls under way may finish", "drain_timeout", timeout)
+	g.log.Info("draining: no new calls; calls under way may finish", "drain_timeout", timeout, "stopped_within", stopBound(timeout))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, srv := range []*http.Server{side.httpSrv, side.consoleSrv} {

@@ -147,7 +147,7 @@ func Open(dir string, o Options) (*Store, error) {
 		setErr(&s.health.probeErr, public)
 	}
 	if s.closeTimeout <= 0 {
-		s.closeTimeout = defaultCloseTimeout
+		s.closeTimeout = DefaultCloseTimeout
 	}
 	if s.logSeq, err = db.GetSequence(seqLogKey, seqBandwidth); err == nil {
 		s.ledgerSeq, err = db.GetSequence(seqLedgerKey, seqBandwidth)

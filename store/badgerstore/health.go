@@ -27,10 +27,11 @@ import (
 // answers from what that goroutine found, so probes cost nothing and
 // cannot race.
 
-// Defaults of Options.ProbeInterval and Options.CloseTimeout.
+// Defaults of Options.ProbeInterval and Options.CloseTimeout (the gateway
+// counts the latter in the longest a stop takes).
 const (
 	defaultProbeInterval = 2 * time.Second
-	defaultCloseTimeout  = 10 * time.Second
+	DefaultCloseTimeout  = 10 * time.Second
 	spaceInterval        = 200 * time.Millisecond
 	probePattern         = ".probe-*"
 )
