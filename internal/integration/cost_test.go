@@ -90,10 +90,10 @@ var testPrices = func() map[string]price {
 		"chat-only":  per("1", "2", "", ""),
 		"limit-chat": per("1", "2", "", ""),
 		// translation_matrix_test.go: the matrix models (matrixPrice).
-		"m-chat":      per("1.234567", "9.876543", "0.123457", ""),
-		"m-responses": per("1.234567", "9.876543", "0.123457", ""),
-		"m-messages":  per("1.234567", "9.876543", "0.123457", ""),
-		"m-gemini":    per("1.234567", "9.876543", "0.123457", ""),
+		"m-chat":      matrixPrice,
+		"m-responses": matrixPrice,
+		"m-messages":  matrixPrice,
+		"m-gemini":    matrixPrice,
 		// cachedConfig (below): every price part distinct.
 		"cache-claude": per("2", "8", "0.2", "2.5"),
 		"cache-gpt":    per("2", "8", "0.5", ""),
@@ -701,15 +701,22 @@ func expectedCost(t *testing.T, row map[string]any) money.Nano {
 	if row["unit_type"] != nil {
 		return unitCost(t, row)
 	}
+	p, ok := testPrices[str(row["model"])]
+	if !ok {
+		t.Fatalf("no test price for model %q: add it to testPrices", str(row["model"]))
+	}
+	return costAt(t, row, p)
+}
+
+// costAt is what a token-billed row must cost at p: 0 for a call no
+// upstream served, else the matching report's usage at p.
+func costAt(t *testing.T, row map[string]any, p price) money.Nano {
+	t.Helper()
 	got := usage{in: int64(num(row["input_tokens"])), cached: int64(num(row["cached_tokens"])), out: int64(num(row["output_tokens"]))}
 	if got == (usage{}) {
 		return 0
 	}
 	model, rid := str(row["model"]), str(row["request_id"])
-	p, ok := testPrices[model]
-	if !ok {
-		t.Fatalf("no test price for model %q: add it to testPrices", model)
-	}
 	ledgerBook.mu.Lock()
 	client := ledgerBook.clients[rid]
 	finals := ledgerBook.final[[3]int64{got.in, got.cached, got.out}]

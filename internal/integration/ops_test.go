@@ -18,11 +18,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/metrics"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
-	"github.com/tollgate-gw/tollgate/pipeline"
 )
 
 // Operations (issue 15): /metrics after a mix of calls, SIGHUP with a new
@@ -269,19 +267,18 @@ func rewrite(t *testing.T, g *testgw.Gateway, cfg, want string) {
 	}
 }
 
-// rowCost checks that the row of requestID costs its tokens at price,
-// exactly, and returns it.
-func rowCost(t *testing.T, g *testgw.Gateway, key, requestID string, p config.Price) money.Nano {
+// rowCost checks that the row of requestID costs the usage its upstream
+// reported at the test's price p, exactly, and returns it.
+func rowCost(t *testing.T, g *testgw.Gateway, key, requestID string, p price) money.Nano {
 	t.Helper()
 	for _, r := range logsOf(t, g, key) {
 		if r["request_id"] != requestID {
 			continue
 		}
-		in, out := int64(r["input_tokens"].(float64)), int64(r["output_tokens"].(float64))
-		want, _ := pipeline.TokenCost(p, in, 0, 0, out)
+		want := costAt(t, r, p)
 		got := money.MustParse(r["cost"].(string))
 		if got != want || got == 0 {
-			t.Fatalf("row %s (in %d out %d) costs %s, want %s exactly", requestID, in, out, got, want)
+			t.Fatalf("row %s (in %v out %v) costs %s, want %s exactly", requestID, r["input_tokens"], r["output_tokens"], got, want)
 		}
 		return got
 	}
@@ -294,8 +291,7 @@ func TestSIGHUPReloadsPricesAndRefusesABrokenConfig(t *testing.T) {
 	g := testgw.Start(t, testgw.Options{Config: reloadConfig("1", "2")})
 	acct := g.Account("100")
 	_, key := g.Key(acct, nil)
-	oldPrice := config.Price{Input: money.MustParse("1"), Output: money.MustParse("2")}
-	newPrice := config.Price{Input: money.MustParse("7"), Output: money.MustParse("11")}
+	oldPrice, newPrice := per("1", "2", "", ""), per("7", "11", "", "")
 
 	first := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("reload-chat", "before", ""))
 	if first.Status != 200 {
@@ -364,7 +360,7 @@ func TestSIGTERMDrainsAStream(t *testing.T) {
 	g := testgw.Start(t, testgw.Options{Config: reloadConfig("1", "2")})
 	acct := g.Account("100")
 	_, key := g.Key(acct, nil)
-	price := config.Price{Input: money.MustParse("1"), Output: money.MustParse("2")}
+	price := per("1", "2", "", "")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

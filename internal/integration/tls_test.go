@@ -30,10 +30,8 @@ import (
 	"github.com/letsencrypt/pebble/v2/wfe"
 	"github.com/miekg/dns"
 
-	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
-	"github.com/tollgate-gw/tollgate/pipeline"
 )
 
 // tlsDomain is the name the gateway gets a certificate for; the test's
@@ -196,7 +194,7 @@ server {
 	var a struct{ Balance, Held string }
 	adminCall("GET", "/accounts/"+acct.ID, nil, &a)
 	cost := money.MustParse("10") - money.MustParse(a.Balance)
-	want, _ := pipeline.TokenCost(config.Price{Input: money.MustParse("1"), Output: money.MustParse("2")}, answer.Usage.PromptTokens, 0, 0, answer.Usage.CompletionTokens)
+	want := per("1", "2", "", "").cost(t, usage{in: answer.Usage.PromptTokens, out: answer.Usage.CompletionTokens})
 	if a.Held != "0" || cost != want || cost == 0 {
 		t.Errorf("after one call: balance %s held %s (cost %s), want cost %s", a.Balance, a.Held, cost, want)
 	}

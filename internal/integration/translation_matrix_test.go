@@ -8,21 +8,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/tollgate-gw/tollgate/core/config"
-	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/sse"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
-	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
 
 // matrixPrice is every matrix model's price: uneven figures, so a cost
 // that is off by a token or takes the wrong rate shows.
-var matrixPrice = config.Price{
-	Input:       money.MustParse("1.234567"),
-	Output:      money.MustParse("9.876543"),
-	CachedInput: money.MustParse("0.123457"),
-}
+var matrixPrice = per("1.234567", "9.876543", "0.123457", "")
 
 // matrixConfig serves one model per protocol, each by a channel that
 // speaks only that protocol (through the real vendor plugin), and opens
@@ -46,9 +39,9 @@ func matrixConfig(url string) string {
 		cfg += `model "` + m + `" {
   translate_from = ["anthropic_messages", "openai_responses", "gemini_native"]
   price {
-    input        = "` + matrixPrice.Input.String() + `"
-    output       = "` + matrixPrice.Output.String() + `"
-    cached_input = "` + matrixPrice.CachedInput.String() + `"
+    input        = "` + matrixPrice.in.String() + `"
+    output       = "` + matrixPrice.out.String() + `"
+    cached_input = "` + matrixPrice.cached.String() + `"
   }
 }
 `
@@ -59,8 +52,8 @@ func matrixConfig(url string) string {
 // Every client protocol, through its official Go SDK, reaches a model of
 // each other protocol: a plain turn, a tool call and the tool's result,
 // streaming and not. The client's usage is the row's, and each row costs
-// exactly usage x price (pipeline.TokenCost), cached tokens at the cached
-// rate; the balance goes down by the rows' sum.
+// exactly the upstream's usage at the test's price (testPrices), cached
+// tokens at the cached rate; the balance goes down by the rows' sum.
 func TestTranslationMatrixSDKs(t *testing.T) {
 	t.Parallel()
 	up := startUpstream(t, sim.Knobs{})
@@ -131,10 +124,7 @@ func TestTranslationMatrixSDKs(t *testing.T) {
 						if (sdkUsage{in, out, cached}) != tr.usage {
 							t.Errorf("row %d tokens in %d out %d cached %d; the client saw %+v", i, in, out, cached, tr.usage)
 						}
-						want, _ := pipeline.TokenCost(matrixPrice, in, cached, 0, out)
-						if got := money.MustParse(str(row["cost"])); got != want {
-							t.Errorf("row %d cost %s, want %s (usage x price)", i, got, want)
-						}
+						checkCost(t, row) // the upstream's usage at the test's own price
 						if str(row["model"]) != model {
 							t.Errorf("row model %q", row["model"])
 						}
