@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
 
@@ -55,6 +56,7 @@ func TestPluginCrashStormAcrossFamilies(t *testing.T) {
 		if held == 0 || open == 0 {
 			t.Errorf("a kill with nothing in flight: %s held, %d calls open", held, open)
 		}
+		testkind.Mark(t, testkind.SIGKILL)
 		for _, name := range victims {
 			for _, pid := range pluginPids(t, g, name) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)

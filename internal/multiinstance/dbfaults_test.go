@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,12 +25,7 @@ import (
 // themselves, with no restart; afterwards the books are exact.
 func TestDatabaseOutageUnderLoad(t *testing.T) {
 	srv, err := testpg.Launch()
-	if err != nil {
-		if os.Getenv("TOLLGATE_SKIP_POSTGRES") != "" && os.Getenv("CI") != "true" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
+	testpg.Unavailable(t, err)
 	t.Cleanup(srv.Stop)
 	raw, err := srv.CreateDatabase(t.Context(), "outage")
 	if err != nil {
