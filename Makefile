@@ -20,7 +20,7 @@ GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.13.0
 # counts the kinds of test that ran in it: internal/testkind).
 TEST_JSON ?=
 
-.PHONY: all build plugins run install test test-setup fuzz bench proto lint clean deps
+.PHONY: all build plugins run install test test-setup fuzz fuzz-long bench soak proto lint clean deps
 
 all: build
 
@@ -81,6 +81,15 @@ bench: build
 		$(GO) run ./internal/consolebench -rows $(or $(CONSOLE_ROWS),100000) > bench-results/console.md || st=1; \
 		cat bench-results/console.md; \
 		$(GO) test -run '^$$' -bench . -benchmem ./... || st=1; exit $$st
+
+# The gateway and its real plugins on loopback under c=64 chat and media
+# for SOAK_DURATION (30 minutes): RSS, goroutines, open files and p99 per
+# minute into bench-results/soak.md and soak.json; exits 1 unless they
+# stay flat (docs/operations.md, "Soak").
+soak: build
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-upstream ./cmd/tollgate-upstream
+	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-soak ./cmd/tollgate-soak
+	./$(BIN)/tollgate-soak --bin $(BIN) --duration $(or $(SOAK_DURATION),30m) --interval $(or $(SOAK_INTERVAL),1m) --out bench-results
 
 proto:
 	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler)
