@@ -1,7 +1,9 @@
 package files
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -280,4 +282,41 @@ func TestDispositionNames(t *testing.T) {
 			t.Errorf("name %q injected a header", tc.name)
 		}
 	}
+}
+
+// FuzzLinkForgery: a link is served only as it was signed. Any other id,
+// expiry or signature (a stretched expiry, a signature of another file,
+// padding, another encoding) answers 404, whatever the client writes.
+func FuzzLinkForgery(f *testing.F) {
+	c := newClock()
+	s := open(f, Options{URL: "mem://"}, c)
+	a := put(f, s, File{Data: []byte("a"), ContentType: "text/plain", Retention: time.Hour})
+	good := link(f, s, "http://gw", a.ID, 10*time.Minute)
+	pu, _ := url.Parse(good)
+	gq := pu.Query()
+	exp, _ := strconv.ParseInt(gq.Get("expires"), 10, 64)
+	f.Add(a.ID, gq.Get("expires"), gq.Get("sig"))
+	f.Add(a.ID, strconv.FormatInt(exp+3600, 10), gq.Get("sig"))
+	f.Add(a.ID, gq.Get("expires"), gq.Get("sig")+"=")
+	f.Add(a.ID+"x", gq.Get("expires"), gq.Get("sig"))
+	f.Add(a.ID, "+"+gq.Get("expires"), gq.Get("sig"))
+	want, _ := base64.RawURLEncoding.DecodeString(gq.Get("sig"))
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, id, expires, sig string) {
+		v := url.Values{"expires": {expires}, "sig": {sig}}
+		r := httptest.NewRequest("GET", "/files/x?"+v.Encode(), nil)
+		r.SetPathValue("id", id)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		n, err := strconv.ParseInt(expires, 10, 64)
+		// One signature, however it is spelt in base64url.
+		got, derr := base64.RawURLEncoding.DecodeString(sig)
+		genuine := id == a.ID && err == nil && n == exp && derr == nil && bytes.Equal(got, want)
+		if w.Code == 200 && !genuine {
+			t.Fatalf("served a forged link: id %q expires %q sig %q", id, expires, sig)
+		}
+		if w.Code != 200 && w.Code != 404 && w.Code != 410 {
+			t.Fatalf("status %d for id %q expires %q sig %q", w.Code, id, expires, sig)
+		}
+	})
 }
