@@ -12,6 +12,8 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME  ?= 2000x
+# make fuzz-long: each fuzz target runs this long (nightly-style).
+FUZZTIME_LONG ?= 5m
 # make run serves /metrics here (a loopback listener of its own).
 METRICS_LISTEN ?= 127.0.0.1:9090
 # make test lists packages as they finish and sums up at the end.
@@ -65,6 +67,12 @@ test-setup:
 
 fuzz:
 	@./.ci/fuzz.sh $(FUZZTIME)
+
+# Every fuzz target for FUZZTIME_LONG each (5 minutes: about two hours in
+# all), nightly-style; a failing input lands in the package's
+# testdata/fuzz/ and becomes a regression seed once committed.
+fuzz-long:
+	@./.ci/fuzz.sh $(FUZZTIME_LONG)
 
 bench: build
 	$(GO) build $(GOFLAGS_B) -o $(BIN)/tollgate-upstream ./cmd/tollgate-upstream
