@@ -61,6 +61,11 @@ func (a *API) newMCP() http.Handler {
 	})
 }
 
+// MCPMaxBody caps an MCP request's body: JSON-RPC messages of a few
+// arguments. The SDK reads a body whole, with no cap and in no time
+// bound of its own, so the server reads it first (Route.MaxBody).
+const MCPMaxBody = 1 << 20
+
 // serveMCP runs the MCP server for an authenticated account.
 func (a *API) serveMCP(ctx context.Context, w http.ResponseWriter, r *http.Request, account string) error {
 	ctx = context.WithValue(ctx, accountKey{}, account)

@@ -25,6 +25,9 @@ type Handler func(ctx context.Context, w http.ResponseWriter, r *http.Request, a
 type Route struct {
 	Method, Path string
 	Serve        Handler
+	// MaxBody, when above 0, is the most a body may hold: the server reads
+	// it (after the key, within the body timeout) before Serve runs.
+	MaxBody int64
 }
 
 // Options configure the API.
@@ -68,15 +71,15 @@ const DefaultKB = "default"
 func (a *API) Routes() []Route {
 	const p = "/api/v1/ext/wiki"
 	return []Route{
-		{http.MethodGet, p + "/search", a.search},
-		{http.MethodGet, p + "/kbs", a.kbs},
-		{http.MethodGet, p + "/tags", a.tags},
-		{http.MethodGet, p + "/tags/{tag}", a.byTag},
-		{http.MethodGet, p + "/pages", a.pages},
-		{http.MethodGet, p + "/pages/{id}", a.page},
-		{http.MethodGet, p + "/pages/{id}/backlinks", a.backlinks},
-		{http.MethodGet, p + "/pages/{id}/source", a.source},
-		{http.MethodPost, "/mcp", a.serveMCP},
+		{Method: http.MethodGet, Path: p + "/search", Serve: a.search},
+		{Method: http.MethodGet, Path: p + "/kbs", Serve: a.kbs},
+		{Method: http.MethodGet, Path: p + "/tags", Serve: a.tags},
+		{Method: http.MethodGet, Path: p + "/tags/{tag}", Serve: a.byTag},
+		{Method: http.MethodGet, Path: p + "/pages", Serve: a.pages},
+		{Method: http.MethodGet, Path: p + "/pages/{id}", Serve: a.page},
+		{Method: http.MethodGet, Path: p + "/pages/{id}/backlinks", Serve: a.backlinks},
+		{Method: http.MethodGet, Path: p + "/pages/{id}/source", Serve: a.source},
+		{Method: http.MethodPost, Path: "/mcp", Serve: a.serveMCP, MaxBody: MCPMaxBody},
 	}
 }
 

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -134,7 +135,11 @@ func New(o Options) *Server {
 	for _, rt := range o.Knowledge {
 		// Knowledge-base REST and MCP accept Bearer and x-api-key
 		// (spec: Authentication rule 4); free, no balance needed.
-		s.handle(rt.Method, rt.Path, pipeline.KindRead, s.read(accountHandler(rt.Serve), readOpts{forms: pipeline.HeaderForms}))
+		h := accountHandler(rt.Serve)
+		if rt.MaxBody > 0 {
+			h = s.withBody(h, rt.MaxBody)
+		}
+		s.handle(rt.Method, rt.Path, pipeline.KindRead, s.read(h, readOpts{forms: pipeline.HeaderForms}))
 	}
 	s.families(o.Families, o.LinkBase)
 	if o.Files != nil {
@@ -217,6 +222,20 @@ func keyHandler(h KeyHandler) readHandler {
 	return func(_ context.Context, c *pipeline.Call) error {
 		h(c.W, c.Request, *c.Key)
 		return nil
+	}
+}
+
+// withBody reads a read route's body as the chat routes do (refused by
+// its length, within the body timeout, in the caller's error shape)
+// before h, which then reads it from memory.
+func (s *Server) withBody(h readHandler, limit int64) readHandler {
+	return func(ctx context.Context, c *pipeline.Call) error {
+		b, err := s.readBody(c.W, c.Request, limit)
+		if err != nil {
+			return err
+		}
+		c.Request.Body = io.NopCloser(bytes.NewReader(b))
+		return h(ctx, c)
 	}
 }
 
