@@ -1,0 +1,161 @@
+package integration
+
+import (
+	"bytes"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/plugins/sim"
+)
+
+// clientURL is one place a client can hand the gateway a URL that a
+// plugin fetches. Digital-human families (avatar sources, picture-in-
+// picture media) join this table when they land.
+type clientURL struct {
+	name, route, body string // body with @URL@ where the URL goes
+}
+
+var clientURLs = []clientURL{
+	{"image reference (edit)", "/v1/images/edits", `{"model":"img","prompt":"p","image":"@URL@"}`},
+	{"image references (list)", "/v1/images/edits", `{"model":"img","prompt":"p","image":["@URL@"]}`},
+	{"video reference image", "/v1/videos/generations", `{"model":"sora","prompt":"p","duration":4,"content":[{"type":"text","text":"p"},{"type":"image_url","image_url":{"url":"@URL@"}}]}`},
+	{"voice sample (audio)", "/v1/audio/voices", `{"model":"eleven-clone","name":"Ada","audio_url":"@URL@"}`},
+}
+
+// Every URL a client can hand the gateway goes through the private-
+// address policy: with private URLs not allowed (the default), a URL on
+// loopback, a private range or a name that resolves there is refused with
+// the one generic message, the server behind it sees nothing, and the
+// call is a clean 400 with its row and no charge.
+func TestClientURLsThroughThePrivateAddressPolicy(t *testing.T) {
+	t.Parallel()
+	up := startUpstream(t, sim.Knobs{})
+	var hits atomic.Int64
+	victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write([]byte("\x89PNG\r\n\x1a\n internal"))
+	}))
+	t.Cleanup(victim.Close)
+	cfg := strings.Replace(mediaVendorsConfig(up.URL), "  allow_private_urls = true\n", "", 1)
+	cfg += strings.Replace(imagesConfig(up.URL, ""), `channel "openai"`, `channel "openai-images"`, 1)
+	g := startGateway(t, testgw.Options{Config: cfg})
+	_, port, _ := strings.Cut(strings.TrimPrefix(victim.URL, "http://"), ":")
+	targets := []string{
+		victim.URL + "/a.png",
+		"http://localhost:" + port + "/a.png", // a name that resolves to loopback
+		"http://[::ffff:127.0.0.1]:" + port + "/a.png",
+		"http://169.254.169.254/latest/meta-data/",
+		"http://10.0.0.1/a.png",
+	}
+	for _, c := range clientURLs {
+		for _, target := range targets {
+			t.Run(c.name+"/"+target, func(t *testing.T) {
+				t.Parallel()
+				w := newWallet(g)
+				r := do(t, "POST", g.URL+c.route, bearer(w.key), strings.ReplaceAll(c.body, "@URL@", target))
+				if r.Status != 400 || gjson.GetBytes(r.Body, "error.code").Str != "invalid_request" {
+					t.Fatalf("%d %s", r.Status, r.Body)
+				}
+				msg := gjson.GetBytes(r.Body, "error.message").Str
+				for _, leak := range []string{"refused", "private", "loopback", "internal"} {
+					if strings.Contains(msg, leak) {
+						t.Errorf("the refusal names its cause (%s): %q", leak, msg)
+					}
+				}
+				row := w.last(t, 1)
+				if str(row["status"]) == "success" {
+					t.Errorf("row %v", row)
+				}
+				w.settled(t, 1)
+			})
+		}
+	}
+	t.Cleanup(func() {
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the loopback server was reached %d times", n)
+		}
+	})
+}
+
+// The data dir holds no raw key: after keys are created and used (calls,
+// logs read, a key rotated), no file under the data dir, the store's
+// included, contains a raw API key or the admin token.
+func TestDataDirHoldsNoRawKey(t *testing.T) {
+	t.Parallel()
+	up := startUpstream(t, sim.Knobs{})
+	dir := t.TempDir()
+	g := testgw.Start(t, testgw.Options{Config: strings.Replace(imagesConfig(up.URL, ""), `channel "openai"`, `store "badger" {
+  dir = "@DATA@"
+}
+channel "openai"`, 1) + chatChannel(up.URL), DataDir: dir})
+	var raws []string
+	for range 3 {
+		acct := g.Account("")
+		_, key := g.Key(acct, nil)
+		raws = append(raws, key)
+		if r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("scan-chat", "hello", "")); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if r := do(t, "POST", g.URL+"/v1/images/generations", bearer(key), `{"model":"img","prompt":"a harbour"}`); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		logsOf(t, g, key)
+	}
+	g.Stop() // the store flushed and closed
+	needles := [][]byte{[]byte(testgw.AdminToken)}
+	for _, k := range raws {
+		needles = append(needles, []byte(k), []byte(strings.TrimPrefix(k, "sk-tollgate-")))
+	}
+	scanned := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		scanned++
+		for _, n := range needles {
+			if bytes.Contains(b, n) {
+				t.Errorf("%s holds a raw secret (%.16s...)", p, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned < 5 {
+		t.Fatalf("scanned only %d files under %s", scanned, dir)
+	}
+}
+
+// chatChannel is one chat model on the sim upstream.
+func chatChannel(url string) string {
+	return `
+channel "chat" {
+  vendor    = "openai"
+  base_url  = "` + url + `"
+  api_key   = "` + upstreamKey + `"
+  protocols = ["openai_chat"]
+  models    = ["scan-chat"]
+}
+model "scan-chat" {
+  price {
+    input  = "1"
+    output = "2"
+  }
+}
+`
+}
