@@ -484,3 +484,71 @@ func TestHostileEventCap(t *testing.T) {
 		t.Fatalf("the openai plugin peaked at %d MB for one %d MB event", kb>>10, big>>20)
 	}
 }
+
+// The hostile-upstream table: every chat protocol, streamed and whole,
+// against an upstream that never finishes, answers too much, answers what
+// does not parse, compresses unasked or redirects. Each call ends within
+// its bound (the model's 3 s timeout, plus slack), in the protocol's
+// shape, with its row and nothing charged for the upstream's fault.
+func TestHostileUpstreamsEveryProtocol(t *testing.T) {
+	t.Parallel()
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("a redirect was followed")
+	}))
+	t.Cleanup(thief.Close)
+	h, url := hostileUpstream(t, vendorsim.HostileOptions{RedirectTo: thief.URL, MaxTime: 20 * time.Second})
+	g := startGateway(t, testgw.Options{Config: strings.ReplaceAll(hostileConfig(url, ""), `timeout        = "20s"`, `timeout        = "3s"`)})
+	models := map[protocol.ID]string{protocol.OpenAIChat: "h-chat", protocol.AnthropicMessages: "h-claude",
+		protocol.OpenAIResponses: "h-resp", protocol.GeminiNative: "h-gemini"}
+	const bound = 8 * time.Second
+	for _, p := range protocol.All {
+		for _, mode := range []string{"stall", "huge", "badjson", "brotli", "redirect"} {
+			t.Run(string(p)+"/whole/"+mode, func(t *testing.T) {
+				t.Parallel()
+				w := newWallet(g)
+				u, headers, body := hostileCall{p: p, model: models[p], limit: 100, prompt: "[hostile:" + mode + "]"}.request(g, w.key)
+				start := time.Now()
+				r := do(t, "POST", u, headers, body)
+				if took := time.Since(start); took > bound {
+					t.Errorf("answered after %s", took)
+				}
+				if r.Status != 502 && r.Status != 504 {
+					t.Fatalf("%d %.300s", r.Status, r.Body)
+				}
+				errorShape(t, strings.TrimPrefix(u, g.URL), r.Status, r.Body)
+				// A timeout is interrupted (upstream_timeout), the rest errors.
+				row := w.last(t, 1)
+				if s := str(row["status"]); s != "error" && s != "interrupted" || money.MustParse(str(row["cost"])) != 0 {
+					t.Errorf("row %v", row)
+				}
+				w.settled(t, 1)
+			})
+		}
+		t.Run(string(p)+"/stream/stall", func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			u, headers, body := hostileCall{p: p, model: models[p], stream: true, limit: 100, prompt: "[hostile:stall]"}.request(g, w.key)
+			start := time.Now()
+			status, _, evs, _ := rawStream(t, u, headers, body)
+			if took := time.Since(start); took > bound {
+				t.Errorf("the stream ended after %s", took)
+			}
+			// Nothing had reached the client: the timeout is the answer, in
+			// the protocol's shape; else the stream ends without its end.
+			switch {
+			case status == 504 && len(evs) == 1:
+				errorShape(t, strings.TrimPrefix(u, g.URL), 504, evs[0].Data)
+			case status != 200 || hasDone(evs):
+				t.Fatalf("want a stream cut at the timeout: %d %q", status, evs)
+			}
+			row := w.last(t, 1)
+			if s := str(row["status"]); s == "success" {
+				t.Errorf("row %v", row)
+			}
+			w.settled(t, 1)
+		})
+	}
+	if !closed(h) {
+		t.Errorf("%d stalled upstream answers still open", h.OpenStreams())
+	}
+}

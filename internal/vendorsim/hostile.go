@@ -41,6 +41,11 @@ import (
 //	[hostile:redirect]  a 307 to HostileOptions.RedirectTo
 //	[hostile:bigevent]  a stream whose second event is one data line of
 //	                    HostileOptions.BigEvent bytes
+//	[hostile:stall]     a 200 whose answer (or stream, after its first
+//	                    event) never comes: nothing more until the client
+//	                    goes or MaxTime
+//	[hostile:huge]      a whole answer of HostileOptions.HugeAnswer bytes
+//	                    (a proper answer padded by a long field)
 //
 // Without a marker it answers a short proper answer.
 type Hostile struct {
@@ -62,6 +67,8 @@ type HostileOptions struct {
 	AnswerWords int
 	// BigEvent is the size of [hostile:bigevent]'s event; default 20 MB.
 	BigEvent int
+	// HugeAnswer is the size of [hostile:huge]'s answer; default 80 MB.
+	HugeAnswer int
 	// MaxEvents and MaxTime stop an endless stream nobody stops; defaults
 	// 100,000 events and 60 s, so a test never leaves one running.
 	MaxEvents int
@@ -75,6 +82,9 @@ func NewHostile(o HostileOptions) *Hostile {
 	}
 	if o.BigEvent <= 0 {
 		o.BigEvent = 20 << 20
+	}
+	if o.HugeAnswer <= 0 {
+		o.HugeAnswer = 80 << 20
 	}
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = 100_000
@@ -163,6 +173,10 @@ func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.badEvent(w, wr)
 	case "bigevent":
 		h.bigEvent(w, wr)
+	case "stall":
+		h.stall(r.Context(), w, wr, stream)
+	case "huge":
+		h.huge(w, wr)
 	default:
 		if stream {
 			sw := startSSE(w)
@@ -374,4 +388,47 @@ func (wr *hostileWire) end(n int) []protocol.Event {
 		ev("", `{"id":"chatcmpl-hostile","object":"chat.completion.chunk","created":1,"model":"`+wr.model+`","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":`+out+`,"total_tokens":`+strconv.Itoa(n+10)+`}}`),
 		ev("", "[DONE]"),
 	}
+}
+
+// stall sends the head of an answer (a stream's first event) and then
+// nothing, until the client goes or MaxTime.
+func (h *Hostile) stall(ctx context.Context, w http.ResponseWriter, wr *hostileWire, stream bool) {
+	if stream {
+		sw := startSSE(w)
+		for _, ev := range wr.open() {
+			sw.send(ev)
+		}
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"id":"stalled",`)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	h.open.Add(1)
+	defer h.open.Add(-1)
+	select {
+	case <-ctx.Done():
+	case <-time.After(h.opts.MaxTime):
+	}
+}
+
+// huge writes a proper answer padded to HugeAnswer bytes by a long
+// string field before its own fields, in 1 MB writes.
+func (h *Hostile) huge(w http.ResponseWriter, wr *hostileWire) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	ans := wr.answer(8, true)
+	if _, err := io.WriteString(w, `{"padding":"`); err != nil {
+		return
+	}
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	for left := h.opts.HugeAnswer; left > 0; left -= len(chunk) {
+		if _, err := w.Write(chunk[:min(len(chunk), left)]); err != nil {
+			return
+		}
+	}
+	_, _ = io.WriteString(w, `",`)
+	_, _ = w.Write(ans[1:])
 }
