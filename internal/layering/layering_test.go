@@ -61,7 +61,7 @@ var levelOf = map[string]int{
 
 	"internal/": free, "examples/": free,
 	// Test and benchmark tooling.
-	"cmd/tollgate-bench": free, "cmd/tollgate-upstream": free, "cmd/tollgate-plugin-testcrash": free,
+	"cmd/tollgate-bench": free, "cmd/tollgate-soak": free, "cmd/tollgate-upstream": free, "cmd/tollgate-plugin-testcrash": free,
 	"plugins/httpvendor/httpvendortest": free,
 }
 
