@@ -448,6 +448,7 @@ type relay struct {
 	track     codec.Stream
 	tr        translate.Stream
 	out       *sse.Writer
+	emit      func(protocol.Event) error // out.Append, bound once (a method value allocates)
 	head      vendor.Head
 	started   bool
 	keepUsage bool
@@ -502,9 +503,14 @@ func (r *relay) add(ev vendor.Event) error {
 	}
 	if r.tr != nil {
 		// A translated error event carries the upstream's message too:
-		// it is masked before the translator reads it.
-		pe.Data = maskErrorEvent(r.red, pe.Data)
-		return r.tr.Event(pe, r.out.Append)
+		// it is masked before the translator reads it. Data the tracker
+		// validated and the mask left alone is not validated again.
+		data := maskErrorEvent(r.red, pe.Data)
+		if sameBytes(data, pe.Data) {
+			return r.tr.EventChecked(pe, r.emit)
+		}
+		pe.Data = data
+		return r.tr.Event(pe, r.emit)
 	}
 	if !keep && !r.keepUsage {
 		return nil
@@ -513,6 +519,11 @@ func (r *relay) add(ev vendor.Event) error {
 	// message masked (PRODUCT.md §7).
 	pe.Data = maskErrorEvent(r.red, pe.Data)
 	return r.out.Append(r.namer.Event(pe))
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // newRelay returns the relay of c's stream.
@@ -526,6 +537,7 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 	}
 	if c.Route.Translator != nil {
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
+		rl.emit = rl.out.Append
 	} else {
 		rl.namer = codec.NewModelNamer(c.Route.Protocol, c.ModelID)
 	}

@@ -70,7 +70,7 @@ func appendMessagesUsage(b []byte, u usage) []byte {
 }
 
 func readMessages(body []byte) (*answer, error) {
-	r, err := parseEvent(body)
+	r, err := parseEvent(body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +140,8 @@ type messagesReader struct {
 	calls  int
 }
 
-func (r *messagesReader) event(ev protocol.Event, s sink) error {
-	d, err := parseEvent(ev.Data)
+func (r *messagesReader) event(ev protocol.Event, checked bool, s sink) error {
+	d, err := parseEvent(ev.Data, checked)
 	if err != nil {
 		return err
 	}

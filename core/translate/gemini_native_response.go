@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -92,13 +93,13 @@ func geminiCall(fc gjson.Result, n int) call {
 // geminiError reads the error object of a failed answer or chunk.
 func geminiError(e gjson.Result) *apierr.Error {
 	if code := int(e.Get("code").Int()); code >= 400 && code <= 599 {
-		return apierr.FromUpstream(code, e.Get("message").Str)
+		return apierr.FromUpstream(code, strings.Clone(e.Get("message").Str))
 	}
 	return upstreamStreamError(e.Get("status").Str, e.Get("message").Str)
 }
 
 func readGemini(body []byte) (*answer, error) {
-	r, err := parseEvent(body)
+	r, err := parseEvent(body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +180,8 @@ type geminiReader struct {
 	calls int
 }
 
-func (r *geminiReader) event(ev protocol.Event, s sink) error {
-	d, err := parseEvent(ev.Data)
+func (r *geminiReader) event(ev protocol.Event, checked bool, s sink) error {
+	d, err := parseEvent(ev.Data, checked)
 	if err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (s *geminiWriter) toolStart(i int, id, name, args string) error {
 	for len(s.calls) < i {
 		s.calls = append(s.calls, fnItem{done: true})
 	}
-	s.calls = append(s.calls, fnItem{callID: id, name: name, args: append([]byte(nil), args...)})
+	s.calls = append(s.calls, fnItem{callID: strings.Clone(id), name: strings.Clone(name), args: append([]byte(nil), args...)})
 	return nil
 }
 

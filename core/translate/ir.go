@@ -151,7 +151,8 @@ type usage struct {
 
 // sink receives one upstream stream in the intermediate form and writes
 // the client's events. Tool calls are numbered 0, 1, ... in the order
-// they start.
+// they start. The strings it gets view the upstream's event: a sink clones
+// what it keeps past the call.
 type sink interface {
 	setEmit(emit func(protocol.Event) error)
 	// setUsage records the usage reported so far (it emits nothing).
@@ -170,7 +171,9 @@ type sink interface {
 
 // reader parses one upstream stream's events into calls on a sink.
 type reader interface {
-	event(ev protocol.Event, s sink) error
+	// event reads one event; checked says its data is known to be one
+	// valid JSON document.
+	event(ev protocol.Event, checked bool, s sink) error
 }
 
 // target is what the upstream of a call can carry.

@@ -103,12 +103,15 @@ func parseBody(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
-// parseEvent validates one upstream event or response body.
-func parseEvent(data []byte) (gjson.Result, error) {
-	if !gjson.ValidBytes(data) {
+// parseEvent validates one upstream event or response body, unless
+// checked says its caller already found it to be one valid JSON document.
+// The result views data without a copy: what outlives the call (a stored
+// call id or name, an error's message) is cloned where it is kept.
+func parseEvent(data []byte, checked bool) (gjson.Result, error) {
+	if !checked && !gjson.ValidBytes(data) {
 		return gjson.Result{}, errBadUpstream
 	}
-	r := gjson.ParseBytes(data)
+	r := gjson.Parse(bstr(data))
 	if !isObject(r) {
 		return gjson.Result{}, errBadUpstream
 	}

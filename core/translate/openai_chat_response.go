@@ -39,8 +39,12 @@ func appendChatUsage(b []byte, u usage) []byte {
 // chatFinish normalises an upstream finish_reason.
 func chatFinish(s string) string {
 	switch s {
-	case "length", "content_filter", "tool_calls":
-		return s
+	case finishLength:
+		return finishLength // the constant, not s: s views the upstream's event
+	case finishFilter:
+		return finishFilter
+	case finishTools:
+		return finishTools
 	case "function_call":
 		return finishTools
 	case "":
@@ -50,7 +54,7 @@ func chatFinish(s string) string {
 }
 
 func readChat(body []byte) (*answer, error) {
-	r, err := parseEvent(body)
+	r, err := parseEvent(body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -155,14 +159,14 @@ type toolDelta struct {
 
 // readChatChunk parses one upstream completions chunk into d, reusing d's
 // storage.
-func readChatChunk(data []byte, d *chatDelta) error {
+func readChatChunk(data []byte, checked bool, d *chatDelta) error {
 	d.done, d.text, d.finish, d.hasUsage, d.err = false, "", "", false, gjson.Result{}
 	d.tools = d.tools[:0]
 	if isDone(data) {
 		d.done = true
 		return nil
 	}
-	r, err := parseEvent(data)
+	r, err := parseEvent(data, checked)
 	if err != nil {
 		return err
 	}
@@ -231,9 +235,9 @@ func isDone(data []byte) bool {
 	return s == "[DONE]"
 }
 
-func (r *chatReader) event(ev protocol.Event, s sink) error {
+func (r *chatReader) event(ev protocol.Event, checked bool, s sink) error {
 	d := &r.d
-	if err := readChatChunk(ev.Data, d); err != nil {
+	if err := readChatChunk(ev.Data, checked, d); err != nil {
 		return err
 	}
 	if d.done {
@@ -314,7 +318,7 @@ func upstreamStreamError(kind, msg string) *apierr.Error {
 	case hasAny(kind, "timeout", "DEADLINE_EXCEEDED"):
 		status = 504
 	}
-	return apierr.FromUpstream(status, msg)
+	return apierr.FromUpstream(status, strings.Clone(msg)) // msg views the upstream's event
 }
 
 func hasAny(s string, subs ...string) bool {

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -67,7 +68,7 @@ func responseFailure(r gjson.Result) *apierr.Error {
 }
 
 func readResponses(body []byte) (*answer, error) {
-	r, err := parseEvent(body)
+	r, err := parseEvent(body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +205,8 @@ func (r *responsesReader) call(output int64) int {
 	return r.items[output]
 }
 
-func (r *responsesReader) event(ev protocol.Event, s sink) error {
-	d, err := parseEvent(ev.Data)
+func (r *responsesReader) event(ev protocol.Event, checked bool, s sink) error {
+	d, err := parseEvent(ev.Data, checked)
 	if err != nil {
 		return err
 	}
@@ -424,7 +425,7 @@ func (s *responsesWriter) toolStart(i int, id, name, args string) error {
 	for len(s.fns) < i {
 		s.fns = append(s.fns, fnItem{done: true})
 	}
-	s.fns = append(s.fns, fnItem{output: s.nItems, id: itemID("fc_", s.o, s.nItems), callID: id, name: name})
+	s.fns = append(s.fns, fnItem{output: s.nItems, id: itemID("fc_", s.o, s.nItems), callID: strings.Clone(id), name: strings.Clone(name)})
 	s.nItems++
 	f := &s.fns[i]
 	err := s.event("response.output_item.added", func(b []byte) []byte {

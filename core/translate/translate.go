@@ -57,6 +57,10 @@ type Stream interface {
 	// Event converts one upstream event, emitting zero or more client events
 	// at once; text is never held back.
 	Event(ev protocol.Event, emit func(protocol.Event) error) error
+	// EventChecked is Event for an event whose data the caller has already
+	// found to be valid JSON (the codec's stream tracker checks each one):
+	// it is not validated a second time.
+	EventChecked(ev protocol.Event, emit func(protocol.Event) error) error
 	// End is called only after a complete upstream stream and emits what the
 	// client protocol still needs (final usage, terminator). After an
 	// upstream failure it is not called, so the client sees no terminator.
@@ -146,7 +150,12 @@ type pairStream struct {
 
 func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) error {
 	s.w.setEmit(emit)
-	return s.r.event(ev, s.w)
+	return s.r.event(ev, false, s.w)
+}
+
+func (s *pairStream) EventChecked(ev protocol.Event, emit func(protocol.Event) error) error {
+	s.w.setEmit(emit)
+	return s.r.event(ev, true, s.w)
 }
 
 func (s *pairStream) End(emit func(protocol.Event) error) error {

@@ -1,0 +1,68 @@
+package translate
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/tollgate-gw/tollgate/core/protocol"
+)
+
+// TestStreamKeepsNoViewOfTheUpstreamEvent feeds each recorded upstream
+// stream (text, tool calls, usage, finish) through EventChecked from one
+// buffer that is scribbled over after every event, as a relay's read
+// buffer is: the client's stream must be the same as from fresh copies,
+// so nothing a writer keeps past an event (a call id or name, a finish
+// reason) may view the upstream's bytes.
+func TestStreamKeepsNoViewOfTheUpstreamEvent(t *testing.T) {
+	t.Parallel()
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			tr := mustLookup(t, p.from, p.to)
+			evs := loadEvents(t, sides[p.to].fixture)
+			want := runStream(t, tr, evs, testResp)
+
+			var got []protocol.Event
+			emit := func(ev protocol.Event) error {
+				got = append(got, protocol.Event{Name: ev.Name, Data: bytes.Clone(ev.Data)})
+				return nil
+			}
+			s := tr.NewStream(testResp)
+			var buf []byte
+			for _, ev := range evs {
+				buf = append(buf[:0], ev.Data...)
+				if err := s.EventChecked(protocol.Event{Name: ev.Name, Data: buf}, emit); err != nil {
+					t.Fatalf("EventChecked(%s): %v", ev.Data, err)
+				}
+				for i := range buf {
+					buf[i] = 'x'
+				}
+			}
+			if err := s.End(emit); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d events, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Name != want[i].Name || !bytes.Equal(got[i].Data, want[i].Data) {
+					t.Errorf("event %d:\n got %s %s\nwant %s %s", i, got[i].Name, got[i].Data, want[i].Name, want[i].Data)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckedEventStillRefusesANonObject: EventChecked skips only the
+// validation; data that is not a JSON object is refused as before.
+func TestCheckedEventStillRefusesANonObject(t *testing.T) {
+	t.Parallel()
+	for _, p := range pairs {
+		s := mustLookup(t, p.from, p.to).NewStream(testResp)
+		emit := func(protocol.Event) error { return nil }
+		for _, data := range []string{"", " ", "[1]", `"s"`, "7"} {
+			if err := s.EventChecked(protocol.Event{Data: []byte(data)}, emit); err == nil {
+				t.Errorf("%s: EventChecked(%q) accepted", p.name, data)
+			}
+		}
+	}
+}
