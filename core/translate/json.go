@@ -96,7 +96,7 @@ func parseBody(body []byte) (gjson.Result, error) {
 	if !gjson.ValidBytes(body) {
 		return gjson.Result{}, invalid("the request body is not valid JSON")
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(bstr(body)) // a view: what outlives Request is copied (the output, warnings)
 	if !isObject(root) {
 		return gjson.Result{}, invalid("the request body must be a JSON object")
 	}
@@ -139,7 +139,7 @@ func (w *warnings) add(name string) {
 			return
 		}
 	}
-	*w = append(*w, name)
+	*w = append(*w, strings.Clone(name)) // name may view the client's body
 }
 
 // dataURL splits "data:<mime>;base64,<data>".
