@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -116,9 +117,15 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 		files := j.Files
 		c.Defer(func() { s.files.Discard(context.WithoutCancel(ctx), files) })
 	}
-	implied := c.ModelID == "" && first.Route.Model != ""
-	if implied {
-		c.ModelID = first.Route.Model // a route that names its own model
+	implied := first.Route.Model
+	if implied != "" {
+		// A route that names its own model runs it and no other.
+		if c.ModelID != "" && c.ModelID != implied {
+			if m, ok := s.cfg.Model(c.ModelID); !ok || m.ID != implied {
+				return apierr.Newf(apierr.InvalidRequest, "model: this endpoint runs the model '%s' only; leave model out", implied)
+			}
+		}
+		c.ModelID = implied
 	}
 	if c.ModelID == "" {
 		if len(j.Routes) > 1 || !first.Spec.ModelOptional {
@@ -136,15 +143,23 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 	}
 	m, ok := s.cfg.Model(c.ModelID)
 	if !ok {
+		if implied != "" {
+			return Refusal(apierr.Newf(apierr.ModelNotFound, "the model '%s', which this endpoint runs, is not served here", c.ModelID),
+				first.Spec.Refusals.NotFound)
+		}
 		return UnknownModel(s.cfg, c.Key, c.ModelID)
 	}
 	c.Model = m
+	i := slices.IndexFunc(j.Routes, func(r JobRoute) bool { return r.Spec.Name == m.Family })
+	refusals := vendor.Refusals{}
+	if i >= 0 {
+		refusals = j.Routes[i].Spec.Refusals
+	}
 	// A gated route's implied model needs no allowlist entry of its own:
 	// the gate is what the key must be allowed (editing's recognition).
-	if !Allowed(c.Key, m) && !(implied && first.Route.Gate != "") {
-		return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", c.ModelID)
+	if !Allowed(c.Key, m) && !(implied != "" && first.Route.Gate != "") {
+		return Refusal(apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s'", c.ModelID), refusals.NotAllowed)
 	}
-	i := slices.IndexFunc(j.Routes, func(r JobRoute) bool { return r.Spec.Name == m.Family })
 	if i < 0 {
 		names := make([]string, len(j.Routes))
 		for k, r := range j.Routes {
@@ -154,10 +169,13 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 	}
 	j.Spec, j.Route = j.Routes[i].Spec, j.Routes[i].Route
 	j.Billing = j.Spec.BillingOf(&j.Route)
-	if g := j.Route.Gate; g != "" {
-		if gm, ok := s.cfg.Model(g); !ok || !Allowed(c.Key, gm) {
-			return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s', which this endpoint needs", g)
-		}
+	if err := CheckGate(s.cfg, c.Key, j.Spec, j.Route.Gate); err != nil {
+		return err
+	}
+	if !m.Free && !m.Price.Prices(j.Billing.PriceUnit) {
+		// Fail closed: a model called where its price block does not
+		// price the route's unit would serve for nothing.
+		return apierr.Newf(apierr.InvalidRequest, "the model '%s' is not served on this endpoint (it is not priced %s)", c.ModelID, j.Billing.PriceUnit)
 	}
 	for _, ch := range s.cfg.ChannelsFor(m.ID) {
 		if slices.Contains(ch.Families, j.Spec.Name) {
@@ -168,6 +186,37 @@ func (s *allowlistStage) admitJob(ctx context.Context, c *Call) error {
 		return apierr.Newf(apierr.NoChannelAvailable, "the model '%s' has no channel", c.ModelID)
 	}
 	return nil
+}
+
+// CheckGate refuses a key whose allowlist lacks gate, the model a route
+// needs beyond the one it runs (the editing helpers need clip-compose),
+// with the family's statuses (errors rule 9): a gate this gateway does
+// not configure is model_not_found.
+func CheckGate(cfg *config.Config, k *store.Key, spec *vendor.FamilySpec, gate string) error {
+	if gate == "" {
+		return nil
+	}
+	gm, ok := cfg.Model(gate)
+	if !ok {
+		return Refusal(apierr.Newf(apierr.ModelNotFound, "the model '%s', which this endpoint needs, is not served here", gate), spec.Refusals.NotFound)
+	}
+	if !Allowed(k, gm) {
+		return Refusal(apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s', which this endpoint needs", gate), spec.Refusals.NotAllowed)
+	}
+	return nil
+}
+
+// Refusal is e with the status its family gives it where errors rule 9
+// differs from the truth table (0 keeps it); a 403 is a permission error.
+func Refusal(e *apierr.Error, status int) *apierr.Error {
+	if status == 0 || status == e.Status {
+		return e
+	}
+	e.Status = status
+	if status == http.StatusForbidden {
+		e.Type = "permission_error"
+	}
+	return e
 }
 
 // jobRequest is what the plugin is handed for the call on channel ch.

@@ -74,6 +74,20 @@ func deliver(ctx context.Context, host FileHost, owner string, j *Job, modelRete
 	return body, nil
 }
 
+// resultExpiry is when a succeeded task of j becomes expired (zero:
+// never): where its family expires results, when its hosted files
+// expire; where its create route expires records, its retention after it
+// ended, files or not.
+func resultExpiry(j *Job, modelRetention time.Duration, ended time.Time) time.Time {
+	switch {
+	case j.Spec.ExpireResults && j.ExpiresAt != nil:
+		return *j.ExpiresAt
+	case j.Route.ExpireRecords:
+		return ended.Add(effective(j.Spec.Retention, modelRetention, defaultRetention))
+	}
+	return time.Time{}
+}
+
 // resultUnavailable is a result link that could not be fetched: one
 // message whatever went wrong (a client learns nothing of the network).
 func resultUnavailable(err error) *apierr.Error {

@@ -169,9 +169,7 @@ func (s *dispatchStage) respondJob(ctx context.Context, c *Call, out *vendor.Job
 		} else {
 			t.Result.Header, t.Result.Body = flatHeader(h), body
 		}
-		if j.Spec.ExpireResults && j.ExpiresAt != nil {
-			t.ExpireAt = *j.ExpiresAt
-		}
+		t.ExpireAt = resultExpiry(j, c.Model.Retention, t.CompletedAt)
 	}
 	c.Respond(status, h, body)
 	return nil

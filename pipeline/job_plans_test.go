@@ -87,7 +87,7 @@ func TestEachVendorPlansItsOwnChannels(t *testing.T) {
 // gate refuses a key without it.
 func TestGatedRouteWithAnImpliedModel(t *testing.T) {
 	cfg := &config.Config{
-		Models: []config.Model{{ID: "clip-compose", Family: "clip"}, {ID: "clip-subtitle", Family: "subtitle"}},
+		Models: []config.Model{{ID: "clip-compose", Family: "clip"}, {ID: "clip-subtitle", Family: "subtitle", Free: true}},
 		Channels: []config.Channel{{Name: "ch", Vendor: "sim", Families: []string{"clip", "subtitle"},
 			Models: []string{"clip-compose", "clip-subtitle"}}},
 	}

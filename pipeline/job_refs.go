@@ -43,8 +43,10 @@ func resolveRefs(ctx context.Context, st store.Tasks, c *Call) error {
 			return apierr.Internal(err)
 		case t.Status == store.TaskExpired:
 			return apierr.Newf(apierr.InvalidRequest, "%s: '%s' has expired; make it again", rf.Field, id)
+		case !store.TaskTerminal(t.Status):
+			return apierr.Newf(apierr.InvalidRequest, "%s: '%s' is not ready yet (it is still being made); wait until it is", rf.Field, id)
 		case t.Status != store.TaskSucceeded:
-			return apierr.Newf(apierr.InvalidRequest, "%s: '%s' is not ready (it is %s)", rf.Field, id, t.Status)
+			return apierr.Newf(apierr.InvalidRequest, "%s: '%s' is not ready: it %s and cannot be used", rf.Field, id, t.Status)
 		}
 		record := []byte(t.Record)
 		if len(record) == 0 && t.Result != nil {

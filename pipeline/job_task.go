@@ -88,7 +88,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 		e := apierr.New(apierr.InternalError, msgInterrupted)
 		endFailed(spec, &t, e.Status, apierr.Body(c.Protocol, e), "", e.Message)
 		if spec.Record {
-			t.Record = tasks.WithError(spec, t.Record, "gateway_restart", msgInterrupted)
+			t.Record = tasks.WithError(spec, &t, t.Record, "gateway_restart", msgInterrupted)
 		}
 	case end.Cancelled || out != nil && out.State == vendor.JobCancelled:
 		msg := msgCancelled
@@ -123,9 +123,10 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 		} else {
 			t.Result.Header, t.Result.Body, t.Result.DropOnRead = h, body, out.Inline
 		}
-		if spec.ExpireResults && c.Job.ExpiresAt != nil {
-			t.ExpireAt = *c.Job.ExpiresAt
+		if out.UpstreamRef != "" {
+			t.UpstreamRef = out.UpstreamRef // the upstream's own id of the result (an avatar's)
 		}
+		t.ExpireAt = resultExpiry(c.Job, m.Retention, t.CompletedAt)
 	case out != nil:
 		fail(jobError(f.red, outcomeError(out)))
 	default:
@@ -142,7 +143,7 @@ func endFailed(spec *vendor.FamilySpec, t *store.Task, status int, body []byte, 
 	t.Result = &store.TaskResult{HTTPStatus: status, Body: body, ErrorCode: code, ErrorMessage: message}
 	if spec.Record {
 		t.Result.HTTPStatus, t.Result.Body = http.StatusOK, nil
-		t.Record = tasks.WithError(spec, tasks.Record(spec, t, t.Status), code, message)
+		t.Record = tasks.WithError(spec, t, tasks.Record(spec, t, t.Status), code, message)
 	}
 }
 

@@ -70,9 +70,9 @@ func (s *Server) families(specs []*vendor.FamilySpec, linkBase func() string) {
 		case vendor.RouteCreate:
 			kind, h = pipeline.KindJob, s.serveJob(g.decls, linkBase)
 		case vendor.RoutePoll, vendor.RouteList, vendor.RouteDelete:
-			kind, h = pipeline.KindRead, s.read(s.gated(first.Route.Gate, s.taskRoute(g.decls)), readOpts{})
+			kind, h = pipeline.KindRead, s.read(s.gated(first, s.taskRoute(g.decls)), readOpts{})
 		case vendor.RouteRead:
-			kind, h = pipeline.KindRead, s.read(s.gated(first.Route.Gate, s.familyRead(first)), readOpts{})
+			kind, h = pipeline.KindRead, s.read(s.gated(first, s.familyRead(first)), readOpts{})
 		default:
 			s.log.Warn("a family route of unknown kind is not served", "family", first.Spec.Name, "path", g.path, "kind", first.Route.Kind)
 			continue
@@ -118,13 +118,13 @@ func (s *Server) taskRoute(decls []pipeline.JobRoute) readHandler {
 }
 
 // gated refuses a key whose allowlist lacks the route's gate model.
-func (s *Server) gated(gate string, h readHandler) readHandler {
-	if gate == "" {
+func (s *Server) gated(d pipeline.JobRoute, h readHandler) readHandler {
+	if d.Route.Gate == "" {
 		return h
 	}
 	return func(ctx context.Context, c *pipeline.Call) error {
-		if m, ok := s.cfg.Model(gate); !ok || !pipeline.Allowed(c.Key, m) {
-			return apierr.Newf(apierr.ModelNotAllowed, "this key is not allowed to use the model '%s', which this endpoint needs", gate)
+		if err := pipeline.CheckGate(s.cfg, c.Key, d.Spec, d.Route.Gate); err != nil {
+			return err
 		}
 		return h(ctx, c)
 	}
@@ -166,7 +166,11 @@ func (s *Server) askFamily(r *http.Request, d pipeline.JobRoute, op string) (*ve
 		}
 	}
 	m, ok := s.cfg.Model(model)
-	if !ok {
+	switch {
+	case !ok && d.Route.Model != "":
+		return nil, pipeline.Refusal(apierr.Newf(apierr.ModelNotFound, "the model '%s', which this endpoint runs, is not served here", model),
+			d.Spec.Refusals.NotFound)
+	case !ok:
 		return nil, apierr.Newf(apierr.NoChannelAvailable, "no %s model is configured", d.Spec.Name)
 	}
 	for _, ch := range s.cfg.ChannelsFor(m.ID) {
@@ -192,8 +196,14 @@ func (s *Server) askFamily(r *http.Request, d pipeline.JobRoute, op string) (*ve
 			}
 			return nil, apierr.New(apierr.UpstreamUnreachable, "the upstream could not be reached")
 		}
-		if out.Error != nil {
-			return nil, apierr.FromUpstream(out.Error.Status, out.Error.Message)
+		if e := out.Error; e != nil && e.Code != "" {
+			ae := apierr.New(e.Code, e.Message) // the family's own refusal (a bad query, an operator's file)
+			if e.Status != 0 {
+				ae.Status = e.Status
+			}
+			return nil, ae
+		} else if e != nil {
+			return nil, apierr.FromUpstream(e.Status, e.Message)
 		}
 		return out, nil
 	}

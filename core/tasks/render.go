@@ -62,11 +62,11 @@ func InFlightStatus(spec *vendor.FamilySpec) int {
 	return http.StatusOK
 }
 
-// WithError writes a failed record's error: {code, message} or the
-// message, as the family says.
-func WithError(spec *vendor.FamilySpec, rec []byte, code, message string) []byte {
+// WithError writes the error into t's failed record: {code, message} or
+// the message, as its family says for tasks of its kind.
+func WithError(spec *vendor.FamilySpec, t *store.Task, rec []byte, code, message string) []byte {
 	var v any = map[string]string{"code": code, "message": message}
-	if spec.RecordError == vendor.RecordErrorMessage {
+	if spec.ErrorForm(store.TaskCollection(t.ID)) == vendor.RecordErrorMessage {
 		v = message
 	}
 	out, err := sjson.SetBytes(rec, "error", v)

@@ -246,6 +246,12 @@ type listPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// barePage is a list without cursor fields (ListSpec.Bare).
+type barePage struct {
+	Object string `json:"object"`
+	Data   []any  `json:"data"`
+}
+
 // List answers GET on a route's collection: the account's tasks newest
 // first, filtered by status and submit time, a page at a time, each as its
 // family shows it; a route that merges plugin fields adds them to the page.
@@ -263,6 +269,15 @@ func (a *API) List(rt Route) Handler {
 			return apierr.Internal(serr)
 		}
 		page := listPage{Object: "list", Data: []any{}}
+		if rt.List.Bare {
+			ts = ts[:min(len(ts), limit)]
+			for i := range ts {
+				if spec := rt.Families[ts[i].Family]; spec != nil {
+					page.Data = append(page.Data, listItem(spec, &ts[i]))
+				}
+			}
+			return writeJSON(w, http.StatusOK, barePage{Object: page.Object, Data: page.Data})
+		}
 		if len(ts) > limit {
 			ts, page.HasMore = ts[:limit], true
 			last := ts[len(ts)-1]
@@ -351,7 +366,9 @@ func (a *API) query(rt *Route, r *http.Request) (store.TaskQuery, *apierr.Error)
 	if q.To, err = bound(v.Get("to"), "to", true, ls.ToExcludesDay); err != nil {
 		return q, err
 	}
-	if s := v.Get("cursor"); s != "" {
+	if s := v.Get("cursor"); s != "" && ls.Bare {
+		return q, badRequest("cursor: this list is not paged (it shows up to %d, newest first)", hi)
+	} else if s != "" {
 		at, id, ok := decodeCursor(s)
 		if !ok {
 			return q, badRequest("cursor: not a cursor this endpoint gave (pass next_cursor back verbatim)")

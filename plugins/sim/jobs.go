@@ -6,13 +6,19 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-gw/tollgate/plugins/family/avatar"
+	"github.com/tollgate-gw/tollgate/plugins/family/clip"
 	"github.com/tollgate-gw/tollgate/plugins/family/images"
+	"github.com/tollgate-gw/tollgate/plugins/family/lipsync"
+	"github.com/tollgate-gw/tollgate/plugins/family/motion"
 	"github.com/tollgate-gw/tollgate/plugins/family/music"
 	"github.com/tollgate-gw/tollgate/plugins/family/rules"
 	"github.com/tollgate-gw/tollgate/plugins/family/search"
 	"github.com/tollgate-gw/tollgate/plugins/family/speech"
+	"github.com/tollgate-gw/tollgate/plugins/family/subtitle"
 	"github.com/tollgate-gw/tollgate/plugins/family/transcript"
 	"github.com/tollgate-gw/tollgate/plugins/family/video"
 	"github.com/tollgate-gw/tollgate/plugins/family/voice"
@@ -40,15 +46,22 @@ type simFamily interface {
 	finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome
 }
 
-// families are the families the sim serves besides images.
-var families = map[string]simFamily{
-	video.Family: simVideo{}, music.Family: simMusic{}, speech.Family: simSpeech{},
-	voice.Family: simVoice{}, transcript.Family: simTranscript{}, search.Family: simSearch{},
+// newFamilies are the families the sim serves besides images; open is
+// the private-address policy's switch (Config.AllowPrivateURLs) for the
+// families that check the links a client hands over.
+func newFamilies(open *atomic.Bool) map[string]simFamily {
+	return map[string]simFamily{
+		video.Family: simVideo{}, music.Family: simMusic{}, speech.Family: simSpeech{},
+		voice.Family: simVoice{}, transcript.Family: simTranscript{}, search.Family: simSearch{},
+		avatar.Family: simAvatar{open}, lipsync.Family: simLipsync{open}, motion.Family: simMotion{open},
+		clip.Family: simClip{open}, subtitle.Family: simSubtitle{open},
+	}
 }
 
 // Specs are the specs of every family the sim serves.
 func Specs() []vendor.FamilySpec {
-	return []vendor.FamilySpec{images.Spec(), video.Spec(), music.Spec(), speech.Spec(), voice.Spec(), transcript.Spec(), search.Spec()}
+	return []vendor.FamilySpec{images.Spec(), video.Spec(), music.Spec(), speech.Spec(), voice.Spec(), transcript.Spec(), search.Spec(),
+		avatar.Spec(), lipsync.Spec(), motion.Spec(), clip.Spec(), subtitle.Spec()}
 }
 
 func (v *Vendor) channelOK(name string) error {
@@ -79,7 +92,7 @@ func (v *Vendor) Validate(_ context.Context, req *vendor.JobRequest) (*vendor.Jo
 	if req.Family == images.Family || req.Family == "" {
 		return v.validateImage(req)
 	}
-	f := families[req.Family]
+	f := v.families[req.Family]
 	if f == nil {
 		return nil, vendor.ErrNoJobs
 	}
@@ -93,7 +106,7 @@ func (v *Vendor) Validate(_ context.Context, req *vendor.JobRequest) (*vendor.Jo
 // open reads a request of a family other than images: the channel, the
 // rules' checks and the knobs. A refusal is an outcome.
 func (v *Vendor) open(req *vendor.JobRequest) (simFamily, JobKnobs, *vendor.JobOutcome, error) {
-	f := families[req.Family]
+	f := v.families[req.Family]
 	if f == nil {
 		return nil, JobKnobs{}, nil, vendor.ErrNoJobs
 	}
@@ -182,7 +195,7 @@ func (v *Vendor) Poll(_ context.Context, req *vendor.JobRequest) (*vendor.JobOut
 		return v.pollImage(req)
 	}
 	j, ok := parseJobRef(req.UpstreamRef)
-	f := families[j.Family]
+	f := v.families[j.Family]
 	if !ok || f == nil || j.Family != req.Family {
 		return imageError(http.StatusNotFound, "No job found with that id."), nil
 	}
@@ -203,13 +216,19 @@ func (v *Vendor) Poll(_ context.Context, req *vendor.JobRequest) (*vendor.JobOut
 // Cancel has nothing to stop: a sim job is only its reference.
 func (v *Vendor) Cancel(context.Context, *vendor.JobRequest) error { return nil }
 
-// Read answers the families' free reads: the voice presets.
+// Read answers the families' free reads: the voice and avatar presets,
+// and the clip templates (the model's template file, or the built-in set).
 func (v *Vendor) Read(_ context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
 	if err := v.channelOK(req.Channel); err != nil {
 		return nil, err
 	}
-	if req.Family == voice.Family && req.Operation == voice.OpPresets {
+	switch {
+	case req.Family == voice.Family && req.Operation == voice.OpPresets:
 		return voice.Presets(VoicePresets), nil
+	case req.Family == avatar.Family && req.Operation == avatar.OpPresets:
+		return avatar.Presets(AvatarPresets), nil
+	case req.Family == clip.Family:
+		return clip.Read(req), nil
 	}
 	return &vendor.JobOutcome{State: vendor.JobFailed, Status: http.StatusNotFound,
 		Error: &vendor.JobError{Status: http.StatusNotFound, Message: "sim: no read " + req.Operation + " of the " + req.Family + " family"}}, nil

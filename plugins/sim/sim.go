@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,6 +33,11 @@ type Vendor struct {
 
 	mu       sync.RWMutex
 	channels map[string]channel
+
+	// allowPrivate is Config.AllowPrivateURLs: the links a client hands
+	// over may reach private addresses.
+	allowPrivate atomic.Bool
+	families     map[string]simFamily
 }
 
 type channel struct {
@@ -44,7 +50,9 @@ func New(log hclog.Logger) *Vendor {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Vendor{log: log.Named("sim"), engine: NewEngine(), now: time.Now, channels: map[string]channel{}}
+	v := &Vendor{log: log.Named("sim"), engine: NewEngine(), now: time.Now, channels: map[string]channel{}}
+	v.families = newFamilies(&v.allowPrivate)
+	return v
 }
 
 // Describe names the plugin: sim speaks all four chat protocols and
@@ -80,6 +88,7 @@ func (v *Vendor) Configure(_ context.Context, cfg vendor.Config) error {
 	v.mu.Lock()
 	v.channels = chans
 	v.mu.Unlock()
+	v.allowPrivate.Store(cfg.AllowPrivateURLs)
 	v.log.Debug("configured", "channels", len(chans))
 	return nil
 }

@@ -238,7 +238,8 @@ func TestVendor(t *testing.T) {
 	ctx := context.Background()
 	v := New(nil)
 	d, err := v.Describe(ctx)
-	if err != nil || d.Name != "sim" || len(d.Protocols) != 4 || !slices.Equal(d.Families, []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search"}) {
+	if err != nil || d.Name != "sim" || len(d.Protocols) != 4 || !slices.Equal(d.Families, []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search",
+		"avatar", "lipsync", "motion", "clip", "subtitle"}) {
 		t.Fatalf("%+v %v", d, err)
 	}
 	for _, tc := range []struct {

@@ -69,6 +69,21 @@ type FamilySpec struct {
 	// (the video capability object: modes, ratios, duration bounds,
 	// references, audio).
 	Caps []CapField
+	// Refusals are the statuses of the gateway's own refusals of the
+	// family's calls where they differ from the truth table's 400.
+	Refusals Refusals
+}
+
+// Refusals are the HTTP statuses of two of the gateway's refusals, for
+// the families whose errors differ from the truth table (errors rule 9,
+// digital human and editing): NotAllowed of model_not_allowed (a model
+// the key's allowlist excludes, or a route's gate), NotFound of
+// model_not_found for a route's implied model, or its gate, that this
+// gateway does not configure. Zero keeps the truth table's 400; a model
+// the body names and the registry lacks is always 400 (errors rule 7).
+type Refusals struct {
+	NotAllowed int
+	NotFound   int
 }
 
 // CapField is a model setting the catalog shows: at Path (dotted) in the
@@ -122,6 +137,16 @@ type FamilyRoute struct {
 	Gate string
 	// List overrides the family's list vocabulary on a list route.
 	List *ListSpec
+	// RecordError overrides the family's form of a failed record's
+	// "error" for the tasks this create route makes (an avatar's error is
+	// its message, a video's {code, message}).
+	RecordError string
+	// ExpireRecords: a succeeded task this create route makes expires
+	// once the family's retention (or its model's shorter one) has passed
+	// since it ended, whether or not it hosts files (a recognition's
+	// asr_id is usable for 24 hours). Without it, only a task whose
+	// hosted files expire does (FamilySpec.ExpireResults).
+	ExpireRecords bool
 }
 
 // RefField is a body field that may name an earlier task: a value with
@@ -139,6 +164,10 @@ type ListSpec struct {
 	LimitDefault  int
 	LimitMax      int
 	ToExcludesDay bool
+	// Bare: the list answers {object: "list", data} without has_more and
+	// next_cursor, and takes no cursor: LimitMax is all it shows (the
+	// avatar list's 200).
+	Bare bool
 }
 
 // Route kinds and async modes.
@@ -211,6 +240,15 @@ func (s *FamilySpec) Word(prefix, state string) string {
 	return state
 }
 
+// ErrorForm is the form of a failed record's "error" for tasks of
+// prefix: the create route's, else the family's.
+func (s *FamilySpec) ErrorForm(prefix string) string {
+	if rt := s.CreateRoute(prefix); rt != nil && rt.RecordError != "" {
+		return rt.RecordError
+	}
+	return s.RecordError
+}
+
 // ListOf is the list vocabulary of list route rt: its own, else the
 // family's.
 func (s *FamilySpec) ListOf(rt *FamilyRoute) ListSpec {
@@ -224,8 +262,10 @@ func (s *FamilySpec) ListOf(rt *FamilyRoute) ListSpec {
 // SameShape reports why two families' declarations of one method and path
 // cannot share it ("" when they can): a shared route serves every family
 // alike, so its kind, operation, body rules, async mode, task prefix,
-// implied model, gate and list vocabulary must agree. Its unit type and
-// price unit may differ (the model's family bills).
+// implied model, gate and list vocabulary must agree. Its unit type,
+// price unit and reference fields may differ: the model's family bills,
+// and its reference fields are resolved (the avatar family names
+// avatars, the clip family recognitions).
 func SameShape(a *FamilySpec, ra *FamilyRoute, b *FamilySpec, rb *FamilyRoute) string {
 	ba, bb := a.BillingOf(ra), b.BillingOf(rb)
 	la, lb := a.ListOf(ra), b.ListOf(rb)
@@ -245,10 +285,8 @@ func SameShape(a *FamilySpec, ra *FamilyRoute, b *FamilySpec, rb *FamilyRoute) s
 	case ra.Gate != rb.Gate:
 		return fmt.Sprintf("gate %q against %q", ra.Gate, rb.Gate)
 	case ra.Kind == RouteList && (!slices.Equal(la.Statuses, lb.Statuses) || la.LimitDefault != lb.LimitDefault ||
-		la.LimitMax != lb.LimitMax || la.ToExcludesDay != lb.ToExcludesDay):
+		la.LimitMax != lb.LimitMax || la.ToExcludesDay != lb.ToExcludesDay || la.Bare != lb.Bare):
 		return "list vocabulary (statuses, limits, date bounds)"
-	case ra.Kind == RouteCreate && !slices.Equal(ra.Refs, rb.Refs):
-		return "reference fields"
 	}
 	return ""
 }

@@ -260,6 +260,7 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 			RetentionMs: s.Retention.Milliseconds(), ResumeAfterRestart: s.ResumeAfterRestart,
 			ModelOptional: s.ModelOptional, ListToExcludesDay: s.ListToExcludesDay, ListStatuses: s.ListStatuses,
 			Record: s.Record, RecordError: s.RecordError, ExpireResults: s.ExpireResults,
+			NotAllowedStatus: int32(s.Refusals.NotAllowed), NotFoundStatus: int32(s.Refusals.NotFound),
 		}
 		for _, c := range s.Caps {
 			p.Caps = append(p.Caps, &vendorv1.CapField{Path: c.Path, Setting: c.Setting, Kind: c.Kind})
@@ -268,13 +269,14 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 			pr := &vendorv1.FamilyRoute{Method: r.Method, Path: r.Path, Kind: r.Kind,
 				Operation: r.Operation, Multipart: r.Multipart, MaxBody: r.MaxBody, Async: r.Async,
 				UnitType: r.UnitType, PriceUnit: r.PriceUnit, TaskPrefix: r.TaskPrefix, Model: r.Model,
-				StatusWords: r.StatusWords, Recorded: r.Recorded, Gate: r.Gate}
+				StatusWords: r.StatusWords, Recorded: r.Recorded, Gate: r.Gate,
+				RecordError: r.RecordError, ExpireRecords: r.ExpireRecords}
 			for _, f := range r.Refs {
 				pr.Refs = append(pr.Refs, &vendorv1.RefField{Field: f.Field, Prefix: f.Prefix})
 			}
 			if l := r.List; l != nil {
 				pr.List = &vendorv1.ListSpec{Statuses: l.Statuses, LimitDefault: int32(l.LimitDefault),
-					LimitMax: int32(l.LimitMax), ToExcludesDay: l.ToExcludesDay}
+					LimitMax: int32(l.LimitMax), ToExcludesDay: l.ToExcludesDay, Bare: l.Bare}
 			}
 			p.Routes = append(p.Routes, pr)
 		}
@@ -300,6 +302,7 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			Retention: ms(p.GetRetentionMs()), ResumeAfterRestart: p.GetResumeAfterRestart(),
 			ModelOptional: p.GetModelOptional(),
 			Record:        p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
+			Refusals: Refusals{NotAllowed: int(p.GetNotAllowedStatus()), NotFound: int(p.GetNotFoundStatus())},
 		}
 		for _, c := range p.GetCaps() {
 			s.Caps = append(s.Caps, CapField{Path: c.GetPath(), Setting: c.GetSetting(), Kind: c.GetKind()})
@@ -308,13 +311,14 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			rt := FamilyRoute{Method: r.GetMethod(), Path: r.GetPath(), Kind: r.GetKind(),
 				Operation: r.GetOperation(), Multipart: r.GetMultipart(), MaxBody: r.GetMaxBody(), Async: r.GetAsync(),
 				UnitType: r.GetUnitType(), PriceUnit: r.GetPriceUnit(), TaskPrefix: r.GetTaskPrefix(), Model: r.GetModel(),
-				StatusWords: r.GetStatusWords(), Recorded: r.GetRecorded(), Gate: r.GetGate()}
+				StatusWords: r.GetStatusWords(), Recorded: r.GetRecorded(), Gate: r.GetGate(),
+				RecordError: r.GetRecordError(), ExpireRecords: r.GetExpireRecords()}
 			for _, f := range r.GetRefs() {
 				rt.Refs = append(rt.Refs, RefField{Field: f.GetField(), Prefix: f.GetPrefix()})
 			}
 			if l := r.GetList(); l != nil {
 				rt.List = &ListSpec{Statuses: l.GetStatuses(), LimitDefault: int(l.GetLimitDefault()),
-					LimitMax: int(l.GetLimitMax()), ToExcludesDay: l.GetToExcludesDay()}
+					LimitMax: int(l.GetLimitMax()), ToExcludesDay: l.GetToExcludesDay(), Bare: l.GetBare()}
 			}
 			s.Routes = append(s.Routes, rt)
 		}

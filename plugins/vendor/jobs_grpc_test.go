@@ -76,13 +76,15 @@ func TestJobsContractRoundTrip(t *testing.T) {
 		MaxRuntime: time.Hour, AttemptTimeout: time.Minute, CallTimeout: 2 * time.Minute, KeepAliveAfter: time.Second,
 		Retention: 24 * time.Hour, ResumeAfterRestart: true, ModelOptional: true,
 		Record: true, RecordError: vendor.RecordErrorMessage, ExpireResults: true,
-		Caps: []vendor.CapField{{Path: "duration.max", Setting: "max_duration", Kind: vendor.CapInt}},
+		Caps:     []vendor.CapField{{Path: "duration.max", Setting: "max_duration", Kind: vendor.CapInt}},
+		Refusals: vendor.Refusals{NotAllowed: 403, NotFound: 404},
 		Routes: []vendor.FamilyRoute{
 			{Method: "POST", Path: "/v1/x", Kind: vendor.RouteCreate, Operation: "make", Multipart: true, MaxBody: 9, Async: vendor.AsyncField,
 				UnitType: "avatar", PriceUnit: "per_call", TaskPrefix: "avt_", Model: "m-create", StatusWords: map[string]string{"succeeded": "ready"},
-				Recorded: true, Refs: []vendor.RefField{{Field: "voice", Prefix: "voc_"}}, Gate: "clip"},
+				Recorded: true, Refs: []vendor.RefField{{Field: "voice", Prefix: "voc_"}}, Gate: "clip",
+				RecordError: vendor.RecordErrorMessage, ExpireRecords: true},
 			{Method: "GET", Path: "/v1/x", Kind: vendor.RouteList, Operation: "presets", TaskPrefix: "avt_",
-				List: &vendor.ListSpec{Statuses: []string{"ready"}, LimitDefault: 200, LimitMax: 200, ToExcludesDay: true}},
+				List: &vendor.ListSpec{Statuses: []string{"ready"}, LimitDefault: 200, LimitMax: 200, ToExcludesDay: true, Bare: true}},
 			{Method: "DELETE", Path: "/v1/x/{id}", Kind: vendor.RouteDelete},
 		},
 	}
@@ -133,6 +135,10 @@ func TestSameShape(t *testing.T) {
 	rb := *ra
 	if why := vendor.SameShape(a, ra, b, &rb); why != "" {
 		t.Fatalf("one route, two price units: %s", why)
+	}
+	rb.Refs = []vendor.RefField{{Field: "asr_id", Prefix: "sub_"}}
+	if why := vendor.SameShape(a, ra, b, &rb); why != "" {
+		t.Fatalf("one route, each family its own reference fields: %s", why)
 	}
 	rb.TaskPrefix = "clp_"
 	if why := vendor.SameShape(a, ra, b, &rb); why == "" {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/core/netguard"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -26,6 +28,16 @@ import (
 func Invalid(msg string) *vendor.JobError {
 	return &vendor.JobError{Status: http.StatusBadRequest, Code: "invalid_request", Message: msg}
 }
+
+// Rule9 are the refusal statuses of the digital-human and editing
+// families (errors rule 9): 403 model_not_allowed, and 404
+// model_not_found for a route's implied model this gateway does not
+// configure.
+var Rule9 = vendor.Refusals{NotAllowed: http.StatusForbidden, NotFound: http.StatusNotFound}
+
+// ISOTime is t as the digital-human records write it: ISO 8601 with its
+// offset (2026-01-02T15:04:05+00:00), in UTC.
+func ISOTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05-07:00") }
 
 // Operator is the operator's error (a model setting the rules cannot
 // read): 500 internal_error naming it.
@@ -184,6 +196,28 @@ func Chars(s string) int64 { return int64(utf8.RuneCountInString(s)) }
 func HTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Hostname() != ""
+}
+
+// PublicURL checks a link a client hands over for an upstream to fetch
+// (an avatar's source, a lip sync's audio): an http(s) URL with a host
+// and, unless allowPrivate, not an address the private-address policy
+// refuses written as such (a private, loopback or link-local IP literal,
+// localhost). A name is resolved by whoever fetches it, through the same
+// policy (httpvendor.Fetch). field names the body field in the refusal.
+func PublicURL(field, raw string, allowPrivate bool) *vendor.JobError {
+	if !HTTPURL(raw) {
+		return Invalid(field + " must be a public http(s) link; got " + Quote(raw) + ".")
+	}
+	if allowPrivate {
+		return nil
+	}
+	u, _ := url.Parse(raw)
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	ip, err := netip.ParseAddr(host)
+	if err == nil && netguard.PrivateAddr(ip) || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return Invalid(field + " must be a public link: " + Quote(raw) + " points to a private, loopback or link-local address.")
+	}
+	return nil
 }
 
 var reLink = regexp.MustCompile(`https?://[^\s"'<>]+`)

@@ -60,18 +60,39 @@ const (
 // DefaultMaxRefs bounds the reference images of a model that sets none.
 const DefaultMaxRefs = 16
 
+// The shared route: video, and the digital-human and editing families
+// (avatar, lipsync, motion, clip), submit, poll and list here.
+const (
+	Path   = "/v1/videos/generations"
+	Prefix = "vid_"
+)
+
+// Statuses are the words of the route's tasks, its list filter.
+var Statuses = []string{"queued", "running", "succeeded", "failed", "expired", "cancelled"}
+
+// Routes are the shared route's declarations as every family on it makes
+// them: the create (always a task, a 32 MB body, ids vid_, rows of unit
+// type video) billed at priceUnit, with the body fields refs that name
+// earlier tasks; its poll; its list (the route's statuses, 30 a page, at
+// most 100). A family on the route declares all three, so that polls and
+// lists show its tasks.
+func Routes(priceUnit string, refs ...vendor.RefField) []vendor.FamilyRoute {
+	return []vendor.FamilyRoute{
+		{Method: http.MethodPost, Path: Path, Kind: vendor.RouteCreate, Operation: OpGenerations,
+			MaxBody: 32 << 20, Async: vendor.AsyncAlways, UnitType: "video", PriceUnit: priceUnit, TaskPrefix: Prefix, Refs: refs},
+		{Method: http.MethodGet, Path: Path + "/{id}", Kind: vendor.RoutePoll, TaskPrefix: Prefix},
+		{Method: http.MethodGet, Path: Path, Kind: vendor.RouteList, TaskPrefix: Prefix,
+			List: &vendor.ListSpec{Statuses: Statuses, LimitDefault: 30, LimitMax: 100}},
+	}
+}
+
 // Spec is the family's contract with the gateway.
 func Spec() vendor.FamilySpec {
 	return vendor.FamilySpec{
-		Name: Family, UnitType: "video", PriceUnit: "per_second", TaskPrefix: "vid_",
-		Routes: []vendor.FamilyRoute{
-			{Method: http.MethodPost, Path: "/v1/videos/generations", Kind: vendor.RouteCreate, Operation: OpGenerations,
-				MaxBody: 32 << 20, Async: vendor.AsyncAlways},
-			{Method: http.MethodGet, Path: "/v1/videos/generations/{id}", Kind: vendor.RoutePoll},
-			{Method: http.MethodGet, Path: "/v1/videos/generations", Kind: vendor.RouteList},
-		},
+		Name: Family, UnitType: "video", PriceUnit: "per_second", TaskPrefix: Prefix,
+		Routes:         Routes("per_second"),
 		InFlightStatus: http.StatusOK, ListItem: "poll", ListLimitDefault: 30, ListLimitMax: 100,
-		ListStatuses: []string{"queued", "running", "succeeded", "failed", "expired", "cancelled"},
+		ListStatuses: Statuses,
 		MaxRuntime:   30 * time.Minute, AttemptTimeout: 60 * time.Second, CallTimeout: 60 * time.Second,
 		Retention: 24 * time.Hour, ResumeAfterRestart: true,
 		Record: true, RecordError: vendor.RecordErrorObject, ExpireResults: true,
@@ -85,6 +106,18 @@ func Spec() vendor.FamilySpec {
 			{Path: "resolutions", Setting: SettingResolutions, Kind: vendor.CapList},
 		},
 	}
+}
+
+// Joined is the spec a family that joins the route starts from (the
+// digital-human and editing families): the route's declarations billed at
+// priceUnit with its reference fields, the video family's vocabulary,
+// limits and records; no catalog capabilities. The family names itself,
+// and may add routes and its own refusal statuses.
+func Joined(name, priceUnit string, refs ...vendor.RefField) vendor.FamilySpec {
+	s := Spec()
+	s.Name, s.PriceUnit, s.Caps = name, priceUnit, nil
+	s.Routes = Routes(priceUnit, refs...)
+	return s
 }
 
 // Part is one item of content: text, or a reference (image, video,
@@ -277,6 +310,27 @@ func (r *Request) checkModel(m vendor.JobModel) *vendor.JobError {
 		}
 	}
 	return nil
+}
+
+// Seconds reads a duration the model requires (the digital-human
+// models): whole seconds, 1 or more, within the model's max_duration when
+// it sets one; field is the body's member, absent when not sent.
+func Seconds(field gjson.Result, m vendor.JobModel) (int, *vendor.JobError) {
+	if !field.Exists() || field.Type == gjson.Null {
+		return 0, rules.Invalid("duration is required for the model '" + m.ID + "': the seconds to hold (the cost is capped at them; the seconds made settle).")
+	}
+	n, ok := rules.WholeNumber(field)
+	if !ok || n < 1 {
+		return 0, rules.Invalid("duration must be a whole number of seconds, 1 or more; got " + field.Raw + ".")
+	}
+	maxD, hasMax, err := rules.IntSetting(m, SettingMaxDuration)
+	if err != nil {
+		return 0, err
+	}
+	if hasMax && n > maxD {
+		return 0, rules.Invalid("duration " + strconv.Itoa(n) + " is above the model's maximum of " + strconv.Itoa(maxD) + " seconds.")
+	}
+	return n, nil
 }
 
 // Plan validates a request and holds its seconds; its record is what the

@@ -256,9 +256,15 @@ type FamilySpec struct {
 	RecordError   string `protobuf:"bytes,21,opt,name=record_error,json=recordError,proto3" json:"record_error,omitempty"`
 	ExpireResults bool   `protobuf:"varint,22,opt,name=expire_results,json=expireResults,proto3" json:"expire_results,omitempty"`
 	// Model settings the catalog shows in a model's caps.
-	Caps          []*CapField `protobuf:"bytes,23,rep,name=caps,proto3" json:"caps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Caps []*CapField `protobuf:"bytes,23,rep,name=caps,proto3" json:"caps,omitempty"`
+	// Statuses of the gateway's own refusals where they differ from the
+	// truth table's 400 (errors rule 9): model_not_allowed; model_not_found
+	// of a route's implied model (or gate) this gateway does not configure.
+	// 0: 400.
+	NotAllowedStatus int32 `protobuf:"varint,24,opt,name=not_allowed_status,json=notAllowedStatus,proto3" json:"not_allowed_status,omitempty"`
+	NotFoundStatus   int32 `protobuf:"varint,25,opt,name=not_found_status,json=notFoundStatus,proto3" json:"not_found_status,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *FamilySpec) Reset() {
@@ -452,6 +458,20 @@ func (x *FamilySpec) GetCaps() []*CapField {
 	return nil
 }
 
+func (x *FamilySpec) GetNotAllowedStatus() int32 {
+	if x != nil {
+		return x.NotAllowedStatus
+	}
+	return 0
+}
+
+func (x *FamilySpec) GetNotFoundStatus() int32 {
+	if x != nil {
+		return x.NotFoundStatus
+	}
+	return 0
+}
+
 type CapField struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Dotted path in the caps object; the setting; list, int or bool.
@@ -544,7 +564,13 @@ type FamilyRoute struct {
 	// A model the key's allowlist must permit for this route.
 	Gate string `protobuf:"bytes,15,opt,name=gate,proto3" json:"gate,omitempty"`
 	// A list route's own vocabulary.
-	List          *ListSpec `protobuf:"bytes,16,opt,name=list,proto3" json:"list,omitempty"`
+	List *ListSpec `protobuf:"bytes,16,opt,name=list,proto3" json:"list,omitempty"`
+	// The form of a failed record's error for the tasks this create route
+	// makes ("object" or "message"), where it is not the family's.
+	RecordError string `protobuf:"bytes,17,opt,name=record_error,json=recordError,proto3" json:"record_error,omitempty"`
+	// A succeeded task this create route makes expires its retention after
+	// it ended, files or not.
+	ExpireRecords bool `protobuf:"varint,18,opt,name=expire_records,json=expireRecords,proto3" json:"expire_records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -691,6 +717,20 @@ func (x *FamilyRoute) GetList() *ListSpec {
 	return nil
 }
 
+func (x *FamilyRoute) GetRecordError() string {
+	if x != nil {
+		return x.RecordError
+	}
+	return ""
+}
+
+func (x *FamilyRoute) GetExpireRecords() bool {
+	if x != nil {
+		return x.ExpireRecords
+	}
+	return false
+}
+
 type RefField struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Field string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
@@ -750,6 +790,8 @@ type ListSpec struct {
 	LimitDefault  int32                  `protobuf:"varint,2,opt,name=limit_default,json=limitDefault,proto3" json:"limit_default,omitempty"`
 	LimitMax      int32                  `protobuf:"varint,3,opt,name=limit_max,json=limitMax,proto3" json:"limit_max,omitempty"`
 	ToExcludesDay bool                   `protobuf:"varint,4,opt,name=to_excludes_day,json=toExcludesDay,proto3" json:"to_excludes_day,omitempty"`
+	// The list answers {object, data} without cursor fields.
+	Bare          bool `protobuf:"varint,5,opt,name=bare,proto3" json:"bare,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -808,6 +850,13 @@ func (x *ListSpec) GetLimitMax() int32 {
 func (x *ListSpec) GetToExcludesDay() bool {
 	if x != nil {
 		return x.ToExcludesDay
+	}
+	return false
+}
+
+func (x *ListSpec) GetBare() bool {
+	if x != nil {
+		return x.Bare
 	}
 	return false
 }
@@ -1749,7 +1798,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\tprotocols\x18\x02 \x03(\tR\tprotocols\x12\x1a\n" +
 	"\bfamilies\x18\x03 \x03(\tR\bfamilies\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12A\n" +
-	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xf5\a\n" +
+	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xcd\b\n" +
 	"\n" +
 	"FamilySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
@@ -1777,14 +1826,16 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x06record\x18\x14 \x01(\bR\x06record\x12!\n" +
 	"\frecord_error\x18\x15 \x01(\tR\vrecordError\x12%\n" +
 	"\x0eexpire_results\x18\x16 \x01(\bR\rexpireResults\x120\n" +
-	"\x04caps\x18\x17 \x03(\v2\x1c.tollgate.vendor.v1.CapFieldR\x04caps\x1a>\n" +
+	"\x04caps\x18\x17 \x03(\v2\x1c.tollgate.vendor.v1.CapFieldR\x04caps\x12,\n" +
+	"\x12not_allowed_status\x18\x18 \x01(\x05R\x10notAllowedStatus\x12(\n" +
+	"\x10not_found_status\x18\x19 \x01(\x05R\x0enotFoundStatus\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"L\n" +
 	"\bCapField\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\asetting\x18\x02 \x01(\tR\asetting\x12\x12\n" +
-	"\x04kind\x18\x03 \x01(\tR\x04kind\"\xd6\x04\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"\xa0\x05\n" +
 	"\vFamilyRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1804,18 +1855,21 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\brecorded\x18\r \x01(\bR\brecorded\x120\n" +
 	"\x04refs\x18\x0e \x03(\v2\x1c.tollgate.vendor.v1.RefFieldR\x04refs\x12\x12\n" +
 	"\x04gate\x18\x0f \x01(\tR\x04gate\x120\n" +
-	"\x04list\x18\x10 \x01(\v2\x1c.tollgate.vendor.v1.ListSpecR\x04list\x1a>\n" +
+	"\x04list\x18\x10 \x01(\v2\x1c.tollgate.vendor.v1.ListSpecR\x04list\x12!\n" +
+	"\frecord_error\x18\x11 \x01(\tR\vrecordError\x12%\n" +
+	"\x0eexpire_records\x18\x12 \x01(\bR\rexpireRecords\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
 	"\bRefField\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
-	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"\x90\x01\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"\xa4\x01\n" +
 	"\bListSpec\x12\x1a\n" +
 	"\bstatuses\x18\x01 \x03(\tR\bstatuses\x12#\n" +
 	"\rlimit_default\x18\x02 \x01(\x05R\flimitDefault\x12\x1b\n" +
 	"\tlimit_max\x18\x03 \x01(\x05R\blimitMax\x12&\n" +
-	"\x0fto_excludes_day\x18\x04 \x01(\bR\rtoExcludesDay\"\xf3\x01\n" +
+	"\x0fto_excludes_day\x18\x04 \x01(\bR\rtoExcludesDay\x12\x12\n" +
+	"\x04bare\x18\x05 \x01(\bR\x04bare\"\xf3\x01\n" +
 	"\aChannel\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x12\x17\n" +

@@ -1,0 +1,92 @@
+// Package lipsync holds the lip-sync family's rules (dh-lipsync,
+// dh-lipsync-pro, dh-lipsync-max on the shared video route), once for
+// every plugin that serves them: source_video_url and audio_url (public
+// direct links) and duration (required, the seconds held; the video's
+// length follows the audio), settled on the seconds the upstream reports,
+// rounded up, never above the hold. Each model is priced on its own
+// (per_second). It speaks no vendor's wire; lipsynctest is the suite
+// every lip-sync plugin passes.
+package lipsync
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-gw/tollgate/plugins/family/rules"
+	"github.com/tollgate-gw/tollgate/plugins/family/video"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+// Family is the family's id.
+const Family = "lipsync"
+
+// Spec is the family's contract with the gateway.
+func Spec() vendor.FamilySpec {
+	s := video.Joined(Family, "per_second")
+	s.Refusals = rules.Rule9
+	return s
+}
+
+// Request is a lip sync as the rules read it.
+type Request struct {
+	SourceVideoURL string
+	AudioURL       string
+	Duration       int
+	Extra          []video.Field
+}
+
+// Parse reads and validates a lip sync; allowPrivate is the
+// private-address policy's switch.
+func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobError) {
+	r := &Request{}
+	var duration gjson.Result
+	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
+		switch name {
+		case "source_video_url", "audio_url":
+			if v.Type != gjson.String {
+				return rules.Invalid(name + " must be a public http(s) direct link.")
+			}
+			if bad := rules.PublicURL(name, v.Str, allowPrivate); bad != nil {
+				return bad
+			}
+			if name == "audio_url" {
+				r.AudioURL = v.Str
+			} else {
+				r.SourceVideoURL = v.Str
+			}
+		case "duration":
+			duration = v
+		default:
+			r.Extra = append(r.Extra, video.Field{Name: name, Raw: v.Raw})
+		}
+		return nil
+	}); bad != nil {
+		return nil, bad
+	}
+	switch {
+	case r.SourceVideoURL == "":
+		return nil, rules.Invalid("source_video_url is required: a public direct link to the video whose lips move.")
+	case r.AudioURL == "":
+		return nil, rules.Invalid("audio_url is required: a public direct link to the speech the lips follow.")
+	}
+	d, bad := video.Seconds(duration, req.Model)
+	if bad != nil {
+		return nil, bad
+	}
+	r.Duration = d
+	return r, nil
+}
+
+// Plan validates a request and holds its seconds.
+func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
+	return rules.Plan(req, Family, func(req *vendor.JobRequest) (*Request, *vendor.JobError) {
+		return Parse(req, allowPrivate)
+	}, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Count: int64(r.Duration)}}, Record: rules.TaskRecord(req).Bytes()}
+	})
+}
+
+// Made is the outcome of a finished lip sync: the video record, the
+// upstream's seconds settling, rounded up, never above the hold.
+func Made(req *vendor.JobRequest, r *Request, res video.Result) *vendor.JobOutcome {
+	return video.Succeeded(req, &video.Request{Duration: r.Duration}, res)
+}

@@ -1,0 +1,140 @@
+// Package motion holds the motion-transfer family's rules (dh-motion on
+// the shared video route), once for every plugin that serves it:
+// source_video_url (a public direct link), content (1 to 7 portraits,
+// {type: image_url, image_url: {url}}), face_count (1 to 7, equal to the
+// portraits; the count by default), resolution (fast, standard by
+// default, or max: the price tier held when the model prices by
+// resolution, per_second_by_resolution; a flat per_second bills every
+// tier), duration (required: the source video's length, the seconds
+// held). Settled on the upstream's seconds, rounded up, never above the
+// hold. motiontest is the suite every motion plugin passes.
+package motion
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/tollgate-gw/tollgate/plugins/family/rules"
+	"github.com/tollgate-gw/tollgate/plugins/family/video"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
+)
+
+// Family is the family's id.
+const Family = "motion"
+
+// Limits and tiers.
+const (
+	MaxPortraits = 7
+	Fast         = "fast"
+	Standard     = "standard"
+	Max          = "max"
+)
+
+// Spec is the family's contract with the gateway.
+func Spec() vendor.FamilySpec {
+	s := video.Joined(Family, "per_second")
+	s.Refusals = rules.Rule9
+	return s
+}
+
+// Request is a motion transfer as the rules read it.
+type Request struct {
+	SourceVideoURL string
+	Portraits      []string
+	FaceCount      int
+	Resolution     string
+	Duration       int
+	Extra          []video.Field
+}
+
+// Parse reads and validates a motion transfer; allowPrivate is the
+// private-address policy's switch.
+func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobError) {
+	r := &Request{Resolution: Standard}
+	var duration gjson.Result
+	faces := -1
+	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
+		switch name {
+		case "source_video_url":
+			if v.Type != gjson.String {
+				return rules.Invalid("source_video_url must be a public http(s) direct link to the video whose motion is transferred.")
+			}
+			if bad := rules.PublicURL(name, v.Str, allowPrivate); bad != nil {
+				return bad
+			}
+			r.SourceVideoURL = v.Str
+		case "content":
+			if !v.IsArray() {
+				return rules.Invalid("content must be an array of 1 to 7 portraits, {\"type\":\"image_url\",\"image_url\":{\"url\":...}}.")
+			}
+			for i, it := range v.Array() {
+				u := it.Get("image_url.url")
+				if !u.Exists() {
+					u = it.Get("image_url")
+				}
+				if it.Get("type").Str != "image_url" || u.Type != gjson.String {
+					return rules.Invalid("content[" + strconv.Itoa(i) + "] must be {\"type\":\"image_url\",\"image_url\":{\"url\":...}}: a portrait.")
+				}
+				if bad := rules.PublicURL("content["+strconv.Itoa(i)+"].image_url.url", u.Str, allowPrivate); bad != nil {
+					return bad
+				}
+				r.Portraits = append(r.Portraits, u.Str)
+			}
+		case "face_count":
+			n, ok := rules.WholeNumber(v)
+			if !ok || n < 1 || n > MaxPortraits {
+				return rules.Invalid("face_count must be a whole number from 1 to " + strconv.Itoa(MaxPortraits) + "; got " + v.Raw + ".")
+			}
+			faces = n
+		case "resolution":
+			if v.Type != gjson.String || v.Str != Fast && v.Str != Standard && v.Str != Max {
+				return rules.Invalid("resolution must be fast, standard (the default) or max; got " + v.Raw + ".")
+			}
+			r.Resolution = v.Str
+		case "duration":
+			duration = v
+		default:
+			r.Extra = append(r.Extra, video.Field{Name: name, Raw: v.Raw})
+		}
+		return nil
+	}); bad != nil {
+		return nil, bad
+	}
+	n := len(r.Portraits)
+	switch {
+	case r.SourceVideoURL == "":
+		return nil, rules.Invalid("source_video_url is required: a public direct link to the video whose motion is transferred.")
+	case n == 0:
+		return nil, rules.Invalid("content is required: 1 to 7 portraits, {\"type\":\"image_url\",\"image_url\":{\"url\":...}}.")
+	case n > MaxPortraits:
+		return nil, rules.Invalid("content has " + strconv.Itoa(n) + " portraits; at most " + strconv.Itoa(MaxPortraits) + ".")
+	case faces >= 0 && faces != n:
+		return nil, rules.Invalid("face_count is " + strconv.Itoa(faces) + " but content has " + strconv.Itoa(n) + " portraits; they must be equal.")
+	}
+	r.FaceCount = n
+	d, bad := video.Seconds(duration, req.Model)
+	if bad != nil {
+		return nil, bad
+	}
+	r.Duration = d
+	return r, nil
+}
+
+// Plan validates a request and holds its seconds at its resolution's
+// tier (the gateway prices it: a tier the model's table lacks is 400, a
+// flat per_second bills every tier).
+func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
+	return rules.Plan(req, Family, func(req *vendor.JobRequest) (*Request, *vendor.JobError) {
+		return Parse(req, allowPrivate)
+	}, func(r *Request) *vendor.JobPlan {
+		return &vendor.JobPlan{Hold: []vendor.Units{{Tier: r.Resolution, Count: int64(r.Duration)}}, Record: rules.TaskRecord(req).Bytes()}
+	})
+}
+
+// Made is the outcome of a finished motion transfer: the video record
+// with its resolution, the upstream's seconds settling at its tier,
+// rounded up, never above the hold.
+func Made(req *vendor.JobRequest, r *Request, res video.Result) *vendor.JobOutcome {
+	return video.Succeeded(req, &video.Request{Duration: r.Duration, Resolution: r.Resolution, Tier: r.Resolution}, res)
+}
