@@ -55,13 +55,15 @@ func Default(env func(string) string) *Config {
 	}
 	cfg.Models = append(cfg.Models, simImageModels()...)
 	cfg.Models = append(cfg.Models, simMediaModels()...)
+	cfg.Models = append(cfg.Models, digitalHumanModels()...)
 	simModels := make([]string, len(cfg.Models))
 	for i := range cfg.Models {
 		simModels[i] = cfg.Models[i].ID
 	}
 	cfg.Channels = []Channel{{
 		Name: "sim", Vendor: "sim", BaseURL: "sim://local",
-		Families:  []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search"},
+		Families: []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search",
+			"avatar", "lipsync", "motion", "clip", "subtitle"},
 		Protocols: all, Models: simModels, Weight: 1,
 	}}
 
@@ -147,6 +149,29 @@ func simMediaModels() []Model {
 		media("sim-voice", "voice", Price{PerCall: m("0.50")}),
 		media("sim-transcript", "transcript", Price{PerCall: m("0.02")}),
 		media("sim-search", "search", Price{PerCall: m("0.005")}),
+	}
+}
+
+// digitalHumanModels are the digital-human and editing models at the
+// spec's prices: every one is a model id the spec names, served by the
+// sim. Recognition is priced 0 (free = true), charged only on success.
+func digitalHumanModels() []Model {
+	dh := func(id, family string, p Price) Model {
+		return Model{ID: id, OwnedBy: "sim", Family: family, Price: p,
+			DefaultMaxTokens: DefaultMaxTokens, MaxOutputTokens: DefaultMaxTokens, Timeout: DefaultModelTimeout}
+	}
+	m := money.MustParse
+	subtitle := dh("clip-subtitle", "subtitle", Price{})
+	subtitle.Free = true
+	return []Model{
+		dh("dh-avatar", "avatar", Price{PerSecond: m("3.96")}),
+		dh("dh-avatar-create", "avatar", Price{PerCall: m("220.11")}),
+		dh("dh-lipsync", "lipsync", Price{PerSecond: m("4.04")}),
+		dh("dh-lipsync-pro", "lipsync", Price{PerSecond: m("8.09")}),
+		dh("dh-lipsync-max", "lipsync", Price{PerSecond: m("12.13")}),
+		dh("dh-motion", "motion", Price{PerSecondByResolution: map[string]money.Nano{"fast": m("4.04"), "standard": m("8.09"), "max": m("12.13")}}),
+		dh("clip-compose", "clip", Price{PerCall: m("90")}),
+		subtitle,
 	}
 }
 

@@ -138,14 +138,15 @@ func TestDefaultShape(t *testing.T) {
 		{"sim channel speaks all four protocols", len(cfg.Channels) == 1 &&
 			reflect.DeepEqual(cfg.Channels[0].Protocols, []string{string(protocol.OpenAIChat), string(protocol.AnthropicMessages), string(protocol.OpenAIResponses), string(protocol.GeminiNative)})},
 		{"sim channel: vendor, base_url, families", cfg.Channels[0].Vendor == "sim" && cfg.Channels[0].BaseURL == "sim://local" &&
-			reflect.DeepEqual(cfg.Channels[0].Families, []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search"}) &&
+			reflect.DeepEqual(cfg.Channels[0].Families, []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search",
+				"avatar", "lipsync", "motion", "clip", "subtitle"}) &&
 			cfg.Channels[0].Weight == 1},
 		{"a priced model of every media family", func() bool {
-			for _, f := range []string{"image", "video", "music", "speech", "voice", "transcript", "search"} {
+			for _, f := range []string{"image", "video", "music", "speech", "voice", "transcript", "search", "avatar", "lipsync", "motion", "clip", "subtitle"} {
 				found := false
 				for i := range cfg.Models {
 					m := &cfg.Models[i]
-					found = found || m.Family == f && !m.Price.IsZero() && len(cfg.ChannelsFor(m.ID)) > 0
+					found = found || m.Family == f && (!m.Price.IsZero() || m.Free) && len(cfg.ChannelsFor(m.ID)) > 0
 				}
 				if !found {
 					return false

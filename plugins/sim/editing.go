@@ -44,10 +44,12 @@ func simLines(link string, secs float64) []subtitle.Line {
 	n := 3 + int(h%4)
 	span := int64(secs*1000) / int64(n)
 	lines := make([]subtitle.Line, n)
+	at := int(h>>16) % len(scriptWords)
 	for i := range lines {
 		words := make([]string, 4+int((h>>(8+i))%5))
 		for w := range words {
-			words[w] = scriptWords[(int(h>>16)+i*11+w*7)%len(scriptWords)]
+			words[w] = scriptWords[at%len(scriptWords)]
+			at++
 		}
 		lines[i] = subtitle.Line{Start: int64(i) * span, End: int64(i+1)*span - 1, Content: strings.Join(words, " ")}
 	}

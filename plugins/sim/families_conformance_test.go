@@ -3,10 +3,15 @@ package sim_test
 import (
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/plugins/family/avatar/avatartest"
+	"github.com/tollgate-gw/tollgate/plugins/family/clip/cliptest"
 	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
+	"github.com/tollgate-gw/tollgate/plugins/family/lipsync/lipsynctest"
+	"github.com/tollgate-gw/tollgate/plugins/family/motion/motiontest"
 	"github.com/tollgate-gw/tollgate/plugins/family/music/musictest"
 	"github.com/tollgate-gw/tollgate/plugins/family/search/searchtest"
 	"github.com/tollgate-gw/tollgate/plugins/family/speech/speechtest"
+	"github.com/tollgate-gw/tollgate/plugins/family/subtitle/subtitletest"
 	"github.com/tollgate-gw/tollgate/plugins/family/transcript/transcripttest"
 	"github.com/tollgate-gw/tollgate/plugins/family/video/videotest"
 	"github.com/tollgate-gw/tollgate/plugins/family/voice/voicetest"
@@ -48,6 +53,23 @@ func TestFamiliesConformance(t *testing.T) {
 		})
 		t.Run("search", func(t *testing.T) {
 			searchtest.Run(t, searchtest.Target{Name: "sim", New: newSim, Model: model("sim-search", nil)})
+		})
+		t.Run("avatar", func(t *testing.T) {
+			avatartest.Run(t, avatartest.Target{Target: familytest.Target{Name: "sim", New: newSim, Model: model("dh-avatar", nil)},
+				Create: model("dh-avatar-create", nil), Preset: "anna", Voice: "alloy"})
+		})
+		t.Run("lipsync", func(t *testing.T) {
+			lipsynctest.Run(t, lipsynctest.Target{Target: familytest.Target{Name: "sim", New: newSim,
+				Model: model("dh-lipsync", map[string]string{"max_duration": "10"})}})
+		})
+		t.Run("motion", func(t *testing.T) {
+			motiontest.Run(t, familytest.Target{Name: "sim", New: newSim, Model: model("dh-motion", nil, "fast", "max", "standard")})
+		})
+		t.Run("clip", func(t *testing.T) {
+			cliptest.Run(t, familytest.Target{Name: "sim", New: newSim, Model: model("clip-compose", nil)})
+		})
+		t.Run("subtitle", func(t *testing.T) {
+			subtitletest.Run(t, familytest.Target{Name: "sim", New: newSim, Model: model("clip-subtitle", nil)})
 		})
 	})
 }

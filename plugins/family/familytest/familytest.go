@@ -169,11 +169,13 @@ func Describes(t *testing.T, v vendor.Vendor, name string, spec vendor.FamilySpe
 	}
 }
 
-// Case is a request body (and files) of a suite.
+// Case is a request body (and files, and the earlier tasks it names as
+// the gateway resolved them) of a suite.
 type Case struct {
 	Desc  string
 	Body  string
 	Files []vendor.JobFile
+	Refs  []vendor.JobRef
 }
 
 // Hold is a body and the units Validate holds for it.
@@ -220,7 +222,7 @@ type Suite struct {
 // Request is a request of the suite for body and files.
 func (s *Suite) Request(c Case) *vendor.JobRequest {
 	req := &vendor.JobRequest{Family: s.Spec.Name, Operation: s.Operation, Channel: s.Channel, Model: s.Model,
-		Body: []byte(c.Body), Files: c.Files, RequestID: "req-conformance", Timeout: CallLimit / 2,
+		Body: []byte(c.Body), Files: c.Files, Refs: c.Refs, RequestID: "req-conformance", Timeout: CallLimit / 2,
 		TaskID: s.Spec.TaskPrefix + "conformance", Submitted: time.Unix(1767225600, 0)}
 	req.Async = s.Async || gjson.Get(c.Body, "async").Bool()
 	return req
@@ -254,7 +256,7 @@ func (s *Suite) Run(t *testing.T) {
 	t.Run("hold", func(t *testing.T) {
 		for _, h := range s.Holds {
 			t.Run(h.Desc, func(t *testing.T) {
-				plan, err := j.Validate(Ctx(t), s.Request(Case{Body: h.Body}))
+				plan, err := j.Validate(Ctx(t), s.Request(Case{Body: h.Body, Refs: s.Good.Refs}))
 				if err != nil || plan.Error != nil {
 					t.Fatalf("%+v %v", plan, err)
 				}

@@ -335,9 +335,14 @@ func (r *Record) Raw(k, raw string) *Record {
 // Bytes ends the record.
 func (r *Record) Bytes() []byte { return append(r.b, '}') }
 
+// appendString appends s as a JSON string, without escaping <, > and &
+// (links carry & in their query).
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
 }
 
 // List is a JSON array of n records, item(i) the i-th.
