@@ -165,7 +165,14 @@ Try it:
       -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
 `, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
 		for _, t := range tries {
-			if m := b.firstOf(t.family); m != "" {
+			m := b.firstOf(t.family)
+			switch {
+			case m == "":
+			case t.get:
+				fmt.Fprintf(out, `
+    curl -s "http://%s%s" -H "Authorization: Bearer %s"%s
+`, b.reach(), t.path, d.raw, t.after)
+			default:
 				fmt.Fprintf(out, `
     curl -s http://%s%s \
       -H "Authorization: Bearer %s" \
@@ -229,15 +236,26 @@ func (b *banner) adminCmd(args string) string {
 	return cmd + " " + args
 }
 
-// tries are the lines to try a media family with, one per family.
-var tries = []struct{ family, path, body, after string }{
-	{"image", "/v1/images/generations", `"prompt": "a lighthouse at dusk"`, ""},
-	{"video", "/v1/videos/generations", `"prompt": "waves on a pier", "duration": 5`, "   # then GET /v1/videos/generations/{id}"},
-	{"music", "/v1/music/generations", `"prompt": "a sea shanty about toll roads"`, "   # then GET /v1/music/generations/{id}"},
-	{"speech", "/v1/audio/speech", `"input": "Welcome to the toll road.", "voice": "alloy"`, " -o speech.mp3"},
-	{"voice", "/v1/audio/voices", `"name": "Ada", "audio_url": "https://example.com/ada.wav"`, ""},
-	{"transcript", "/v1/transcripts/extract", `"url": "https://example.com/v/123"`, ""},
-	{"search", "/v1/search", `"query": "toll roads of europe", "max_results": 3`, ""},
+// tries are the lines to try a media family with, one per family, and
+// the editing flow (templates, a recognition, its compose: ASR_ID is the
+// recognition's asr_id); a get line reads.
+var tries = []struct {
+	family, path, body, after string
+	get                       bool
+}{
+	{"image", "/v1/images/generations", `"prompt": "a lighthouse at dusk"`, "", false},
+	{"video", "/v1/videos/generations", `"prompt": "waves on a pier", "duration": 5`, "   # then GET /v1/videos/generations/{id}", false},
+	{"music", "/v1/music/generations", `"prompt": "a sea shanty about toll roads"`, "   # then GET /v1/music/generations/{id}", false},
+	{"speech", "/v1/audio/speech", `"input": "Welcome to the toll road.", "voice": "alloy"`, " -o speech.mp3", false},
+	{"voice", "/v1/audio/voices", `"name": "Ada", "audio_url": "https://example.com/ada.wav"`, "", false},
+	{"transcript", "/v1/transcripts/extract", `"url": "https://example.com/v/123"`, "", false},
+	{"search", "/v1/search", `"query": "toll roads of europe", "max_results": 3`, "", false},
+	{"avatar", "/v1/videos/generations", `"avatar": "anna", "voice": "alloy", "text": "Welcome to the toll road.", "duration": 5`,
+		"   # a preset avatar speaks; then GET /v1/videos/generations/{id}", false},
+	{"clip", "/v1/videos/clip-templates", "", "   # editing: pick a template", true},
+	{"subtitle", "/v1/videos/clip-subtitles", `"video_url": "https://example.com/v/talk.mp4"`, "   # recognise; its asr_id composes:", false},
+	{"clip", "/v1/videos/generations", `"video_url": "https://example.com/v/talk.mp4", "asr_id": "ASR_ID", "video_style_id": "talk-01"`,
+		"   # then GET /v1/videos/generations/{id}", false},
 }
 
 type familyModels struct {

@@ -19,15 +19,19 @@ func TestEmbeddedDefaultAnswersEveryFamily(t *testing.T) {
 		t.Fatalf("no demo key in the banner:\n%s", out)
 	}
 	key := out[i : i+76]
-	re := regexp.MustCompile(`curl -s http://[^/\s]+(/v1/[a-z/]+) \\\s+-H "Authorization: Bearer [^"]+" \\\s+-H "Content-Type: application/json" \\\s+-d '([^']+)'`)
+	re := regexp.MustCompile(`curl -s http://[^/\s]+(/v1/[a-z/-]+) \\\s+-H "Authorization: Bearer [^"]+" \\\s+-H "Content-Type: application/json" \\\s+-d '([^']+)'`)
 	lines := re.FindAllStringSubmatch(out, -1)
 	seen := map[string]bool{}
+	asr := ""
 	for _, m := range lines {
 		path, body := m[1], m[2]
 		seen[path] = true
-		c := do(t, "POST", g.URL+path, bearer(key), body)
+		c := do(t, "POST", g.URL+path, bearer(key), strings.ReplaceAll(body, "ASR_ID", asr))
 		if c.Status != 200 {
 			t.Fatalf("the banner's line for %s: %d %s", path, c.Status, c.Body)
+		}
+		if path == "/v1/videos/clip-subtitles" {
+			asr = c.json(t)["asr_id"].(string) // the compose line names it
 		}
 		var running []string
 		switch path {
@@ -45,15 +49,27 @@ func TestEmbeddedDefaultAnswersEveryFamily(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/v1/chat/completions", "/v1/images/generations", "/v1/videos/generations", "/v1/music/generations",
-		"/v1/audio/speech", "/v1/audio/voices", "/v1/transcripts/extract", "/v1/search"} {
+		"/v1/audio/speech", "/v1/audio/voices", "/v1/transcripts/extract", "/v1/search", "/v1/videos/clip-subtitles"} {
 		if !seen[p] {
 			t.Errorf("the banner has no line to try %s:\n%s", p, out)
 		}
 	}
+	for _, want := range []string{`"model": "dh-avatar"`, `"model": "clip-compose"`, `/v1/videos/clip-templates" -H "Authorization: Bearer`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the banner lacks %s:\n%s", want, out)
+		}
+	}
+	tpl := regexp.MustCompile(`curl -s "http://[^/\s]+(/v1/videos/clip-templates)"`).FindStringSubmatch(out)
+	if tpl == nil {
+		t.Fatalf("no templates line:\n%s", out)
+	}
+	if c := do(t, "GET", g.URL+tpl[1], bearer(key), ""); c.Status != 200 || !strings.Contains(string(c.Body), `"style_id":"talk-01"`) {
+		t.Fatalf("the templates line: %d %s", c.Status, c.Body)
+	}
 	// Every row costs its units at the embedded default's prices, and the
 	// demo wallet holds the rest.
 	prices := map[string]string{"sim-image": "0.04", "sim-video": "0.05", "sim-music": "0.20", "sim-speech": "0.000015",
-		"sim-voice": "0.50", "sim-transcript": "0.02", "sim-search": "0.005"}
+		"sim-voice": "0.50", "sim-transcript": "0.02", "sim-search": "0.005", "dh-avatar": "3.96", "clip-compose": "90", "clip-subtitle": "0"}
 	var spent money.Nano
 	for _, r := range logsOf(t, g, key) {
 		cost := money.MustParse(str(r["cost"]))
