@@ -22,7 +22,7 @@ RUN set -e; \
     mkdir -p /out/bin /out/data; \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" \
         -o /out/bin/tollgate ./cmd/tollgate; \
-    for p in sim openai anthropic gemini openai-compatible suno elevenlabs tavily; do \
+    for p in sim openai anthropic gemini openai-compatible suno elevenlabs tavily syncso; do \
         go build -trimpath -ldflags "-s -w" -o /out/bin/tollgate-plugin-$p ./cmd/tollgate-plugin-$p; \
     done; \
     /out/bin/tollgate version

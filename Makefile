@@ -3,7 +3,7 @@
 
 GO        ?= go
 BIN       := bin
-PLUGINS   := sim openai anthropic gemini openai-compatible suno elevenlabs tavily
+PLUGINS   := sim openai anthropic gemini openai-compatible suno elevenlabs tavily syncso
 GOFLAGS_B := -trimpath
 # `tollgate version` says which build this is: the tag (or dev), the commit
 # and the build date, set at link time.

@@ -27,7 +27,7 @@ import (
 const AdminToken = "test-admin-token"
 
 // Plugins are the vendor plugin binaries built beside the gateway.
-var Plugins = []string{"sim", "openai", "anthropic", "gemini", "openai-compatible", "suno", "elevenlabs", "tavily"}
+var Plugins = []string{"sim", "openai", "anthropic", "gemini", "openai-compatible", "suno", "elevenlabs", "tavily", "syncso"}
 
 var (
 	buildOnce sync.Once

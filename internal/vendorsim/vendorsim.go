@@ -67,6 +67,8 @@ type Server struct {
 	mu  sync.Mutex
 	srv *http.Server
 	ln  net.Listener
+
+	syncso syncJobs // the sync.so-style generations (syncso.go)
 }
 
 // New returns a server; serve it with Handler (httptest) or Start.
@@ -185,6 +187,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/images/") || strings.HasPrefix(r.URL.Path, "/sim-files/") {
 		s.serveImages(w, r) // images.go
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v2/generate") || strings.HasPrefix(r.URL.Path, "/sync-files/") {
+		s.serveSync(w, r) // syncso.go
 		return
 	}
 	rt, ok := parseRoute(r)

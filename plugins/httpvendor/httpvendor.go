@@ -151,6 +151,10 @@ func (v *Vendor) Configure(_ context.Context, cfg vendor.Config) error {
 	return nil
 }
 
+// AllowPrivateURLs reports Config.AllowPrivateURLs: the links a client
+// hands over may reach private addresses (the family rules check them).
+func (v *Vendor) AllowPrivateURLs() bool { return v.allowPrivate.Load() }
+
 // CloseIdleConnections closes the pool's idle connections.
 func (v *Vendor) CloseIdleConnections() { v.hc.CloseIdleConnections() }
 
