@@ -135,7 +135,7 @@ func TestBinaryConfigCheck(t *testing.T) {
 	})
 	t.Run("the embedded default", func(t *testing.T) {
 		_, errOut, code := tollgateCmd(t, nil, "config", "check", "--quiet")
-		if code != 0 || errOut != "ok: the embedded default is valid (19 models, 1 channel, vendors: sim)\n" {
+		if code != 0 || errOut != "ok: the embedded default is valid (27 models, 1 channel, vendors: sim)\n" {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})

@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -48,8 +49,7 @@ func (f *fixture) Configure(ctx context.Context, cfg vendor.Config) error {
 }
 
 func (f *fixture) clipSpec() vendor.FamilySpec {
-	s := video.Spec()
-	s.Name, s.PriceUnit, s.Caps = clip, "per_call", nil
+	s := video.Joined(clip, "per_call")
 	if f.setting("conflict") == "1" {
 		s.Routes[0].Async = vendor.AsyncField
 	}
@@ -59,8 +59,12 @@ func (f *fixture) clipSpec() vendor.FamilySpec {
 func (f *fixture) Describe(ctx context.Context) (vendor.Description, error) {
 	d, err := f.Vendor.Describe(ctx)
 	d.Name = "testfamily"
-	d.Families = append(d.Families, clip)
+	// The fixture's clip family replaces the sim's.
+	d.Specs = slices.DeleteFunc(d.Specs, func(s vendor.FamilySpec) bool { return s.Name == clip })
 	d.Specs = append(d.Specs, f.clipSpec())
+	if !slices.Contains(d.Families, clip) {
+		d.Families = append(d.Families, clip)
+	}
 	return d, err
 }
 
