@@ -137,11 +137,7 @@ var dhPrices = map[string]string{
 // dhCost is units at a price of dhPrices.
 func dhCost(t *testing.T, price string, units int64) money.Nano {
 	t.Helper()
-	p, ok := dhPrices[price]
-	if !ok {
-		t.Fatalf("no price %q", price)
-	}
-	return money.Times(units, money.MustParse(p))
+	return pricedIn(t, dhPrices, price, units)
 }
 
 // startDH starts a gateway on dhConfig (edit rewrites it) with an account

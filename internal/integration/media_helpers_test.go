@@ -237,7 +237,13 @@ func (e *mediaEnv) rowOf(t *testing.T, ref string) map[string]any {
 // priced is units at a model's (or tier's) price in mediaPrices.
 func priced(t *testing.T, price string, units int64) money.Nano {
 	t.Helper()
-	p, ok := mediaPrices[price]
+	return pricedIn(t, mediaPrices, price, units)
+}
+
+// pricedIn is units at a price of a test's price table.
+func pricedIn(t *testing.T, table map[string]string, price string, units int64) money.Nano {
+	t.Helper()
+	p, ok := table[price]
 	if !ok {
 		t.Fatalf("no price %q", price)
 	}

@@ -33,7 +33,10 @@ var AvatarPresets = []avatar.Preset{
 // avatarPrefix starts the ids of the avatars the sim registered.
 const avatarPrefix = "simavatar_"
 
-type simAvatar struct{ open *atomic.Bool }
+type simAvatar struct {
+	upstreamJobs
+	open *atomic.Bool
+}
 
 func (f simAvatar) plan(req *vendor.JobRequest) *vendor.JobPlan {
 	plan := avatar.Plan(req, f.open.Load())
@@ -52,8 +55,6 @@ func (f simAvatar) plan(req *vendor.JobRequest) *vendor.JobPlan {
 	return plan
 }
 
-func (simAvatar) upstreamJob() bool { return true }
-
 func (simAvatar) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	if req.Operation == avatar.OpRegister {
 		r, _ := avatar.ParseRegistration(req, true)
@@ -68,28 +69,30 @@ func (simAvatar) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	return avatar.Made(req, r, simVideoResult(req, k, secs))
 }
 
-type simLipsync struct{ open *atomic.Bool }
+type simLipsync struct {
+	upstreamJobs
+	open *atomic.Bool
+}
 
 func (f simLipsync) plan(req *vendor.JobRequest) *vendor.JobPlan {
 	_, plan := lipsync.Plan(req, f.open.Load())
 	return plan
 }
 
-func (simLipsync) upstreamJob() bool { return true }
-
 func (simLipsync) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := lipsync.Parse(req, true)
 	return lipsync.Made(req, r, simVideoResult(req, k, float64(r.Duration)))
 }
 
-type simMotion struct{ open *atomic.Bool }
+type simMotion struct {
+	upstreamJobs
+	open *atomic.Bool
+}
 
 func (f simMotion) plan(req *vendor.JobRequest) *vendor.JobPlan {
 	_, plan := motion.Plan(req, f.open.Load())
 	return plan
 }
-
-func (simMotion) upstreamJob() bool { return true }
 
 func (simMotion) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := motion.Parse(req, true)

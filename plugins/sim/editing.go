@@ -17,14 +17,15 @@ import (
 // synchronous wait: 504). A compose accepts the templates the rules list
 // (the model's file, or the built-in set) and answers a small MP4.
 
-type simSubtitle struct{ open *atomic.Bool }
+type simSubtitle struct {
+	upstreamJobs
+	open *atomic.Bool
+}
 
 func (f simSubtitle) plan(req *vendor.JobRequest) *vendor.JobPlan {
 	_, plan := subtitle.Plan(req, f.open.Load())
 	return plan
 }
-
-func (simSubtitle) upstreamJob() bool { return true }
 
 func (simSubtitle) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := subtitle.Parse(req, true)
@@ -56,14 +57,15 @@ func simLines(link string, secs float64) []subtitle.Line {
 	return lines
 }
 
-type simClip struct{ open *atomic.Bool }
+type simClip struct {
+	upstreamJobs
+	open *atomic.Bool
+}
 
 func (f simClip) plan(req *vendor.JobRequest) *vendor.JobPlan {
 	_, plan := clip.Plan(req, f.open.Load())
 	return plan
 }
-
-func (simClip) upstreamJob() bool { return true }
 
 func (simClip) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := clip.Parse(req, true)

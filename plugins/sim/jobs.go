@@ -46,6 +46,11 @@ type simFamily interface {
 	finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome
 }
 
+// upstreamJobs marks a family the sim runs as upstream jobs.
+type upstreamJobs struct{}
+
+func (upstreamJobs) upstreamJob() bool { return true }
+
 // newFamilies are the families the sim serves besides images; open is
 // the private-address policy's switch (Config.AllowPrivateURLs) for the
 // families that check the links a client hands over.
@@ -53,8 +58,8 @@ func newFamilies(open *atomic.Bool) map[string]simFamily {
 	return map[string]simFamily{
 		video.Family: simVideo{}, music.Family: simMusic{}, speech.Family: simSpeech{},
 		voice.Family: simVoice{}, transcript.Family: simTranscript{}, search.Family: simSearch{},
-		avatar.Family: simAvatar{open}, lipsync.Family: simLipsync{open}, motion.Family: simMotion{open},
-		clip.Family: simClip{open}, subtitle.Family: simSubtitle{open},
+		avatar.Family: simAvatar{open: open}, lipsync.Family: simLipsync{open: open}, motion.Family: simMotion{open: open},
+		clip.Family: simClip{open: open}, subtitle.Family: simSubtitle{open: open},
 	}
 }
 

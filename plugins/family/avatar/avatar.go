@@ -100,13 +100,11 @@ func ParseRegistration(req *vendor.JobRequest, allowPrivate bool) (*Registration
 			}
 			r.Name, named = v.Str, true
 		case "source_url":
-			if v.Type != gjson.String {
-				return rules.Invalid("source_url must be a public http(s) link to the avatar's image or video.")
-			}
-			if bad := rules.PublicURL("source_url", v.Str, allowPrivate); bad != nil {
+			u, bad := rules.LinkField(name, v, allowPrivate)
+			if bad != nil {
 				return bad
 			}
-			r.SourceURL = v.Str
+			r.SourceURL = u
 		case "source_kind":
 			if v.Type != gjson.String || v.Str != KindImage && v.Str != KindVideo {
 				return rules.Invalid("source_kind must be image (the default) or video; got " + v.Raw + ".")
@@ -144,20 +142,14 @@ func Record(req *vendor.JobRequest, r *Registration) []byte {
 // one call settled, and the upstream's own avatar id as the task's
 // reference (what a dh-avatar call naming it receives).
 func Registered(req *vendor.JobRequest, r *Registration, upstreamAvatar string) *vendor.JobOutcome {
-	out := rules.Answer(Record(req, r), vendor.Units{Count: 1})
-	out.UpstreamRef = upstreamAvatar
-	return out
+	return rules.Kept(Record(req, r), upstreamAvatar, vendor.Units{Count: 1})
 }
 
 // Preset is a platform avatar.
-type Preset struct{ ID, Name string }
+type Preset = rules.Preset
 
 // Presets is the presets read's answer: {avatars: [{id, name}]}.
-func Presets(ps []Preset) *vendor.JobOutcome {
-	return rules.Answer(rules.NewRecord().Raw("avatars", rules.List(len(ps), func(i int) *rules.Record {
-		return rules.NewRecord().Str("id", ps[i].ID).Str("name", ps[i].Name)
-	})).Bytes())
-}
+func Presets(ps []Preset) *vendor.JobOutcome { return rules.Presets("avatars", ps) }
 
 // Video is a dh-avatar request as the rules read it.
 type Video struct {
@@ -190,13 +182,11 @@ func ParseVideo(req *vendor.JobRequest, allowPrivate bool) (*Video, *vendor.JobE
 			}
 			r.Avatar = v.Str
 		case "audio_url":
-			if v.Type != gjson.String {
-				return rules.Invalid("audio_url must be a public http(s) link to the speech.")
-			}
-			if bad := rules.PublicURL("audio_url", v.Str, allowPrivate); bad != nil {
+			u, bad := rules.LinkField(name, v, allowPrivate)
+			if bad != nil {
 				return bad
 			}
-			r.AudioURL = v.Str
+			r.AudioURL = u
 		case "voice":
 			if v.Type != gjson.String || v.Str == "" {
 				return rules.Invalid("voice must be a string: the id of a voice you cloned, or a preset's.")
@@ -247,17 +237,13 @@ func ParseVideo(req *vendor.JobRequest, allowPrivate bool) (*Video, *vendor.JobE
 // call, a video its duration's seconds; each answers its task's record.
 func Plan(req *vendor.JobRequest, allowPrivate bool) *vendor.JobPlan {
 	if req.Operation == OpRegister {
-		_, plan := rules.Plan(req, Family, func(req *vendor.JobRequest) (*Registration, *vendor.JobError) {
-			return ParseRegistration(req, allowPrivate)
-		}, func(r *Registration) *vendor.JobPlan {
+		_, plan := rules.Plan(req, Family, rules.WithPolicy(ParseRegistration, allowPrivate), func(r *Registration) *vendor.JobPlan {
 			return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: Record(req, r)}
 		})
 		return plan
 	}
-	_, plan := rules.Plan(req, Family, func(req *vendor.JobRequest) (*Video, *vendor.JobError) {
-		return ParseVideo(req, allowPrivate)
-	}, func(r *Video) *vendor.JobPlan {
-		return &vendor.JobPlan{Hold: []vendor.Units{{Count: int64(r.Duration)}}, Record: rules.TaskRecord(req).Bytes()}
+	_, plan := rules.Plan(req, Family, rules.WithPolicy(ParseVideo, allowPrivate), func(r *Video) *vendor.JobPlan {
+		return rules.HoldRecord(req, "", int64(r.Duration))
 	})
 	return plan
 }

@@ -91,20 +91,17 @@ type Request struct {
 func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobError) {
 	r := &Request{CaptionEffect: true, KeywordEffect: true}
 	var sentences gjson.Result
-	link := func(field, raw string) *vendor.JobError { return rules.PublicURL(field, raw, allowPrivate) }
 	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
 		switch name {
 		case "video_url", "music_url":
-			if v.Type != gjson.String {
-				return rules.Invalid(name + " must be a public http(s) link.")
-			}
-			if bad := link(name, v.Str); bad != nil {
+			u, bad := rules.LinkField(name, v, allowPrivate)
+			if bad != nil {
 				return bad
 			}
 			if name == "video_url" {
-				r.VideoURL = v.Str
+				r.VideoURL = u
 			} else {
-				r.MusicURL = v.Str
+				r.MusicURL = u
 			}
 		case "asr_id":
 			if v.Type != gjson.String || v.Str == "" {
@@ -143,7 +140,7 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 		case "sentences":
 			sentences = v
 		case "pip_config":
-			ps, bad := pips(v, link)
+			ps, bad := pips(v, allowPrivate)
 			if bad != nil {
 				return bad
 			}
@@ -238,7 +235,7 @@ func card(v gjson.Result) (*Card, *vendor.JobError) {
 	return c, nil
 }
 
-func pips(v gjson.Result, link func(field, raw string) *vendor.JobError) ([]PIP, *vendor.JobError) {
+func pips(v gjson.Result, allowPrivate bool) ([]PIP, *vendor.JobError) {
 	if !v.IsArray() {
 		return nil, rules.Invalid("pip_config must be an array of at most 20 {media_url, begin_time, end_time}.")
 	}
@@ -249,11 +246,11 @@ func pips(v gjson.Result, link func(field, raw string) *vendor.JobError) ([]PIP,
 	out := make([]PIP, len(items))
 	for i, it := range items {
 		at := "pip_config[" + strconv.Itoa(i) + "]"
-		u := it.Get("media_url")
-		if !it.IsObject() || u.Type != gjson.String {
-			return nil, rules.Invalid(at + " must be {media_url, begin_time, end_time} with media_url a public http(s) link.")
+		if !it.IsObject() {
+			return nil, rules.Invalid(at + " must be {media_url, begin_time, end_time}.")
 		}
-		if bad := link(at+".media_url", u.Str); bad != nil {
+		u, bad := rules.LinkField(at+".media_url", it.Get("media_url"), allowPrivate)
+		if bad != nil {
 			return nil, bad
 		}
 		b, okB := rules.WholeNumber(it.Get("begin_time"))
@@ -264,7 +261,7 @@ func pips(v gjson.Result, link func(field, raw string) *vendor.JobError) ([]PIP,
 		case e <= b:
 			return nil, rules.Invalid(at + ": end_time (" + strconv.Itoa(e) + ") must be greater than begin_time (" + strconv.Itoa(b) + ").")
 		}
-		out[i] = PIP{MediaURL: u.Str, Begin: int64(b), End: int64(e)}
+		out[i] = PIP{MediaURL: u, Begin: int64(b), End: int64(e)}
 	}
 	return out, nil
 }
@@ -283,10 +280,8 @@ func truncate(s string, n int) string {
 
 // Plan validates a compose and holds one task.
 func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
-	return rules.Plan(req, Family, func(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-		return Parse(req, allowPrivate)
-	}, func(r *Request) *vendor.JobPlan {
-		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: rules.TaskRecord(req).Bytes()}
+	return rules.Plan(req, Family, rules.WithPolicy(Parse, allowPrivate), func(*Request) *vendor.JobPlan {
+		return rules.HoldRecord(req, "", 1)
 	})
 }
 

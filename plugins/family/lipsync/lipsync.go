@@ -42,16 +42,14 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
 		switch name {
 		case "source_video_url", "audio_url":
-			if v.Type != gjson.String {
-				return rules.Invalid(name + " must be a public http(s) direct link.")
-			}
-			if bad := rules.PublicURL(name, v.Str, allowPrivate); bad != nil {
+			u, bad := rules.LinkField(name, v, allowPrivate)
+			if bad != nil {
 				return bad
 			}
 			if name == "audio_url" {
-				r.AudioURL = v.Str
+				r.AudioURL = u
 			} else {
-				r.SourceVideoURL = v.Str
+				r.SourceVideoURL = u
 			}
 		case "duration":
 			duration = v
@@ -78,10 +76,8 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 
 // Plan validates a request and holds its seconds.
 func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
-	return rules.Plan(req, Family, func(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-		return Parse(req, allowPrivate)
-	}, func(r *Request) *vendor.JobPlan {
-		return &vendor.JobPlan{Hold: []vendor.Units{{Count: int64(r.Duration)}}, Record: rules.TaskRecord(req).Bytes()}
+	return rules.Plan(req, Family, rules.WithPolicy(Parse, allowPrivate), func(r *Request) *vendor.JobPlan {
+		return rules.HoldRecord(req, "", int64(r.Duration))
 	})
 }
 

@@ -57,13 +57,11 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
 		switch name {
 		case "source_video_url":
-			if v.Type != gjson.String {
-				return rules.Invalid("source_video_url must be a public http(s) direct link to the video whose motion is transferred.")
-			}
-			if bad := rules.PublicURL(name, v.Str, allowPrivate); bad != nil {
+			u, bad := rules.LinkField(name, v, allowPrivate)
+			if bad != nil {
 				return bad
 			}
-			r.SourceVideoURL = v.Str
+			r.SourceVideoURL = u
 		case "content":
 			if !v.IsArray() {
 				return rules.Invalid("content must be an array of 1 to 7 portraits, {\"type\":\"image_url\",\"image_url\":{\"url\":...}}.")
@@ -125,10 +123,8 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 // tier (the gateway prices it: a tier the model's table lacks is 400, a
 // flat per_second bills every tier).
 func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
-	return rules.Plan(req, Family, func(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-		return Parse(req, allowPrivate)
-	}, func(r *Request) *vendor.JobPlan {
-		return &vendor.JobPlan{Hold: []vendor.Units{{Tier: r.Resolution, Count: int64(r.Duration)}}, Record: rules.TaskRecord(req).Bytes()}
+	return rules.Plan(req, Family, rules.WithPolicy(Parse, allowPrivate), func(r *Request) *vendor.JobPlan {
+		return rules.HoldRecord(req, r.Resolution, int64(r.Duration))
 	})
 }
 

@@ -117,6 +117,27 @@ func Plan[R any](req *vendor.JobRequest, family string, parse func(*vendor.JobRe
 	return r, hold(r)
 }
 
+// WithPolicy binds a parser that checks the links a client hands over to
+// the private-address policy's switch (Config.AllowPrivateURLs), for Plan.
+func WithPolicy[R any](parse func(*vendor.JobRequest, bool) (R, *vendor.JobError), allowPrivate bool) func(*vendor.JobRequest) (R, *vendor.JobError) {
+	return func(req *vendor.JobRequest) (R, *vendor.JobError) { return parse(req, allowPrivate) }
+}
+
+// HoldRecord is a plan holding count units at tier ("" the base price)
+// whose task record is the start every task shows (TaskRecord).
+func HoldRecord(req *vendor.JobRequest, tier string, count int64) *vendor.JobPlan {
+	return &vendor.JobPlan{Hold: []vendor.Units{{Tier: tier, Count: count}}, Record: TaskRecord(req).Bytes()}
+}
+
+// LinkField reads a body member that is a link a client hands over for
+// an upstream to fetch: a string passing PublicURL.
+func LinkField(name string, v gjson.Result, allowPrivate bool) (string, *vendor.JobError) {
+	if v.Type != gjson.String {
+		return "", Invalid(name + " must be a public http(s) link; got " + v.Raw + ".")
+	}
+	return v.Str, PublicURL(name, v.Str, allowPrivate)
+}
+
 // Fields walks a request body's members in body order: a null is an
 // omitted field and skipped, model must be a string, and fn reads every
 // other member; its first refusal stops the walk and is returned.
@@ -362,6 +383,26 @@ func List(n int, item func(i int) *Record) string {
 func Answer(body []byte, units ...vendor.Units) *vendor.JobOutcome {
 	return &vendor.JobOutcome{State: vendor.JobSucceeded, Status: http.StatusOK,
 		Headers: map[string]string{"content-type": "application/json"}, Body: body, Units: units}
+}
+
+// Kept is the succeeded outcome of a result the upstream keeps (a cloned
+// voice, an avatar): its answer and units, and the upstream's own id of it
+// as the task's reference, what later calls naming the task receive
+// (JobRef.UpstreamRef).
+func Kept(body []byte, upstreamID string, units ...vendor.Units) *vendor.JobOutcome {
+	out := Answer(body, units...)
+	out.UpstreamRef = upstreamID
+	return out
+}
+
+// Preset is a platform's ready-made item: a voice, an avatar.
+type Preset struct{ ID, Name string }
+
+// Presets is a presets read's answer, {member: [{id, name}]}.
+func Presets(member string, ps []Preset) *vendor.JobOutcome {
+	return Answer(NewRecord().Raw(member, List(len(ps), func(i int) *Record {
+		return NewRecord().Str("id", ps[i].ID).Str("name", ps[i].Name)
+	})).Bytes())
 }
 
 // Quote is s as a JSON string.

@@ -77,13 +77,11 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
 		switch name {
 		case "video_url":
-			if v.Type != gjson.String {
-				return rules.Invalid("video_url must be a public http(s) direct link to the video, at most 5 minutes long.")
-			}
-			if bad := rules.PublicURL("video_url", v.Str, allowPrivate); bad != nil {
+			u, bad := rules.LinkField(name, v, allowPrivate)
+			if bad != nil {
 				return bad
 			}
-			r.VideoURL = v.Str
+			r.VideoURL = u
 		case "async":
 			b, ok := rules.Boolean(v)
 			if !ok {
@@ -104,9 +102,7 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 // Plan validates a recognition and holds one call; its record is what
 // an async submit answers.
 func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
-	return rules.Plan(req, Family, func(req *vendor.JobRequest) (*Request, *vendor.JobError) {
-		return Parse(req, allowPrivate)
-	}, func(r *Request) *vendor.JobPlan {
+	return rules.Plan(req, Family, rules.WithPolicy(Parse, allowPrivate), func(r *Request) *vendor.JobPlan {
 		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}, Record: record(req, r).Raw("error", "null").Bytes()}
 	})
 }

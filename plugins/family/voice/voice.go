@@ -149,17 +149,11 @@ func record(req *vendor.JobRequest, r *Request) *rules.Record {
 // the upstream's own voice id as the task's reference (what later calls
 // use), one call settled.
 func Cloned(req *vendor.JobRequest, r *Request, upstreamVoice string) *vendor.JobOutcome {
-	out := rules.Answer(record(req, r).Bytes(), vendor.Units{Count: 1})
-	out.UpstreamRef = upstreamVoice
-	return out
+	return rules.Kept(record(req, r).Bytes(), upstreamVoice, vendor.Units{Count: 1})
 }
 
 // Preset is a platform voice.
-type Preset struct{ ID, Name string }
+type Preset = rules.Preset
 
 // Presets is the answer a list merges: {presets: [{id, name}]}.
-func Presets(ps []Preset) *vendor.JobOutcome {
-	return rules.Answer(rules.NewRecord().Raw("presets", rules.List(len(ps), func(i int) *rules.Record {
-		return rules.NewRecord().Str("id", ps[i].ID).Str("name", ps[i].Name)
-	})).Bytes())
-}
+func Presets(ps []Preset) *vendor.JobOutcome { return rules.Presets("presets", ps) }
