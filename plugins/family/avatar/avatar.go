@@ -173,39 +173,36 @@ func ParseVideo(req *vendor.JobRequest, allowPrivate bool) (*Video, *vendor.JobE
 		return nil, rules.Invalid("the model '" + ModelCreate + "' registers avatars: POST /v1/videos/avatars {name, source_url}.")
 	}
 	r := &Video{}
-	var duration gjson.Result
-	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
+	duration, extra, bad := video.Walk(req.Body, func(name string, v gjson.Result) (bool, *vendor.JobError) {
 		switch name {
 		case "avatar":
 			if v.Type != gjson.String || v.Str == "" {
-				return rules.Invalid("avatar must be a string: the id of an avatar you registered, or a preset's.")
+				return true, rules.Invalid("avatar must be a string: the id of an avatar you registered, or a preset's.")
 			}
 			r.Avatar = v.Str
 		case "audio_url":
 			u, bad := rules.LinkField(name, v, allowPrivate)
-			if bad != nil {
-				return bad
-			}
 			r.AudioURL = u
+			return true, bad
 		case "voice":
 			if v.Type != gjson.String || v.Str == "" {
-				return rules.Invalid("voice must be a string: the id of a voice you cloned, or a preset's.")
+				return true, rules.Invalid("voice must be a string: the id of a voice you cloned, or a preset's.")
 			}
 			r.Voice = v.Str
 		case "text":
 			if v.Type != gjson.String {
-				return rules.Invalid("text must be a string: the script the voice speaks.")
+				return true, rules.Invalid("text must be a string: the script the voice speaks.")
 			}
 			r.Text = v.Str
-		case "duration":
-			duration = v
 		default:
-			r.Extra = append(r.Extra, video.Field{Name: name, Raw: v.Raw})
+			return false, nil
 		}
-		return nil
-	}); bad != nil {
+		return true, nil
+	})
+	if bad != nil {
 		return nil, bad
 	}
+	r.Extra = extra
 	switch {
 	case r.Avatar == "":
 		return nil, rules.Invalid("avatar is required: the id of an avatar you registered (POST /v1/videos/avatars) or a preset's (GET /v1/videos/avatars/presets).")

@@ -38,28 +38,22 @@ type Request struct {
 // private-address policy's switch.
 func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobError) {
 	r := &Request{}
-	var duration gjson.Result
-	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
-		switch name {
-		case "source_video_url", "audio_url":
-			u, bad := rules.LinkField(name, v, allowPrivate)
-			if bad != nil {
-				return bad
-			}
-			if name == "audio_url" {
-				r.AudioURL = u
-			} else {
-				r.SourceVideoURL = u
-			}
-		case "duration":
-			duration = v
-		default:
-			r.Extra = append(r.Extra, video.Field{Name: name, Raw: v.Raw})
+	duration, extra, bad := video.Walk(req.Body, func(name string, v gjson.Result) (bool, *vendor.JobError) {
+		if name != "source_video_url" && name != "audio_url" {
+			return false, nil
 		}
-		return nil
-	}); bad != nil {
+		u, bad := rules.LinkField(name, v, allowPrivate)
+		if name == "audio_url" {
+			r.AudioURL = u
+		} else {
+			r.SourceVideoURL = u
+		}
+		return true, bad
+	})
+	if bad != nil {
 		return nil, bad
 	}
+	r.Extra = extra
 	switch {
 	case r.SourceVideoURL == "":
 		return nil, rules.Invalid("source_video_url is required: a public direct link to the video whose lips move.")

@@ -52,53 +52,35 @@ type Request struct {
 // private-address policy's switch.
 func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobError) {
 	r := &Request{Resolution: Standard}
-	var duration gjson.Result
 	faces := -1
-	if bad := rules.Fields(req.Body, func(name string, v gjson.Result) *vendor.JobError {
+	duration, extra, bad := video.Walk(req.Body, func(name string, v gjson.Result) (bool, *vendor.JobError) {
 		switch name {
 		case "source_video_url":
 			u, bad := rules.LinkField(name, v, allowPrivate)
-			if bad != nil {
-				return bad
-			}
 			r.SourceVideoURL = u
+			return true, bad
 		case "content":
-			if !v.IsArray() {
-				return rules.Invalid("content must be an array of 1 to 7 portraits, {\"type\":\"image_url\",\"image_url\":{\"url\":...}}.")
-			}
-			for i, it := range v.Array() {
-				u := it.Get("image_url.url")
-				if !u.Exists() {
-					u = it.Get("image_url")
-				}
-				if it.Get("type").Str != "image_url" || u.Type != gjson.String {
-					return rules.Invalid("content[" + strconv.Itoa(i) + "] must be {\"type\":\"image_url\",\"image_url\":{\"url\":...}}: a portrait.")
-				}
-				if bad := rules.PublicURL("content["+strconv.Itoa(i)+"].image_url.url", u.Str, allowPrivate); bad != nil {
-					return bad
-				}
-				r.Portraits = append(r.Portraits, u.Str)
-			}
+			return true, r.portraits(v, allowPrivate)
 		case "face_count":
 			n, ok := rules.WholeNumber(v)
 			if !ok || n < 1 || n > MaxPortraits {
-				return rules.Invalid("face_count must be a whole number from 1 to " + strconv.Itoa(MaxPortraits) + "; got " + v.Raw + ".")
+				return true, rules.Invalid("face_count must be a whole number from 1 to " + strconv.Itoa(MaxPortraits) + "; got " + v.Raw + ".")
 			}
 			faces = n
 		case "resolution":
 			if v.Type != gjson.String || v.Str != Fast && v.Str != Standard && v.Str != Max {
-				return rules.Invalid("resolution must be fast, standard (the default) or max; got " + v.Raw + ".")
+				return true, rules.Invalid("resolution must be fast, standard (the default) or max; got " + v.Raw + ".")
 			}
 			r.Resolution = v.Str
-		case "duration":
-			duration = v
 		default:
-			r.Extra = append(r.Extra, video.Field{Name: name, Raw: v.Raw})
+			return false, nil
 		}
-		return nil
-	}); bad != nil {
+		return true, nil
+	})
+	if bad != nil {
 		return nil, bad
 	}
+	r.Extra = extra
 	n := len(r.Portraits)
 	switch {
 	case r.SourceVideoURL == "":
@@ -117,6 +99,28 @@ func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobErro
 	}
 	r.Duration = d
 	return r, nil
+}
+
+// portraits reads content: portraits, {type: image_url, image_url: {url}}.
+func (r *Request) portraits(v gjson.Result, allowPrivate bool) *vendor.JobError {
+	if !v.IsArray() {
+		return rules.Invalid("content must be an array of 1 to 7 portraits, {\"type\":\"image_url\",\"image_url\":{\"url\":...}}.")
+	}
+	for i, it := range v.Array() {
+		at := "content[" + strconv.Itoa(i) + "]"
+		u := it.Get("image_url.url")
+		if !u.Exists() {
+			u = it.Get("image_url")
+		}
+		if it.Get("type").Str != "image_url" || u.Type != gjson.String {
+			return rules.Invalid(at + " must be {\"type\":\"image_url\",\"image_url\":{\"url\":...}}: a portrait.")
+		}
+		if bad := rules.PublicURL(at+".image_url.url", u.Str, allowPrivate); bad != nil {
+			return bad
+		}
+		r.Portraits = append(r.Portraits, u.Str)
+	}
+	return nil
 }
 
 // Plan validates a request and holds its seconds at its resolution's

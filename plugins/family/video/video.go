@@ -312,6 +312,25 @@ func (r *Request) checkModel(m vendor.JobModel) *vendor.JobError {
 	return nil
 }
 
+// Walk walks a request body of a family joining the route (rules.Fields):
+// fn reads the members it knows and says so; duration is returned raw
+// (for Seconds, once the family's own checks passed); every other member
+// is kept, in body order, to pass upstream.
+func Walk(body []byte, fn func(name string, v gjson.Result) (bool, *vendor.JobError)) (duration gjson.Result, extra []Field, bad *vendor.JobError) {
+	bad = rules.Fields(body, func(name string, v gjson.Result) *vendor.JobError {
+		if name == "duration" {
+			duration = v
+			return nil
+		}
+		known, bad := fn(name, v)
+		if !known && bad == nil {
+			extra = append(extra, Field{Name: name, Raw: v.Raw})
+		}
+		return bad
+	})
+	return duration, extra, bad
+}
+
 // Seconds reads a duration the model requires (the digital-human
 // models): whole seconds, 1 or more, within the model's max_duration when
 // it sets one; field is the body's member, absent when not sent.
