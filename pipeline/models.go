@@ -36,14 +36,19 @@ func UnknownModel(cfg *config.Config, k *store.Key, id string) *apierr.Error {
 }
 
 // familyRoutes maps each family to the route that creates its calls,
-// from the families the plugins describe.
+// from the families the plugins describe, and each model a route implies
+// (avatar registration's) to that route, under "model:" and its id.
 func familyRoutes(specs []*vendor.FamilySpec) map[string]string {
 	out := map[string]string{config.DefaultFamily: chatRoute}
 	for _, sp := range specs {
 		for _, rt := range sp.Routes {
-			if rt.Kind == vendor.RouteCreate {
+			if rt.Kind != vendor.RouteCreate {
+				continue
+			}
+			if rt.Model != "" {
+				out["model:"+rt.Model] = rt.Method + " " + rt.Path
+			} else if _, ok := out[sp.Name]; !ok {
 				out[sp.Name] = rt.Method + " " + rt.Path
-				break
 			}
 		}
 	}
@@ -60,7 +65,9 @@ func otherFamily(routes map[string]string, id string, m *config.Model, here []st
 	}
 	msg := "the model '" + id + "' is " + english.A(fam+" model") + " and has no channel on this endpoint (it serves " +
 		strings.Join(here, ", ") + " models)"
-	if rt := routes[fam]; rt != "" {
+	if rt := routes["model:"+m.ID]; rt != "" {
+		msg += "; call it with " + rt
+	} else if rt := routes[fam]; rt != "" {
 		msg += "; call it with " + rt
 	}
 	return apierr.New(apierr.NoChannelAvailable, msg)
