@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
@@ -19,10 +18,9 @@ func TestLipsyncConformance(t *testing.T) {
 	}
 	lipsynctest.Run(t, lipsynctest.Target{Target: familytest.Target{Name: "syncso",
 		New: func(t *testing.T) vendor.Vendor {
-			up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sync-key"}).Handler())
-			t.Cleanup(up.Close)
+			base := vendorsim.Serve(t, vendorsim.Options{APIKey: "sync-key"})
 			return vt.StartBinary(t, "syncso", vendor.Config{AllowPrivateURLs: true, Channels: []vendor.Channel{
-				{Name: "main", BaseURL: up.URL, APIKey: "sync-key", Settings: map[string]string{"poll_after": "20ms"}}}})
+				{Name: "main", BaseURL: base, APIKey: "sync-key", Settings: map[string]string{"poll_after": "20ms"}}}})
 		},
 		Model: vendor.JobModel{ID: "dh-lipsync", Upstream: "lipsync-2", Settings: map[string]string{"max_duration": "10"}}}})
 }

@@ -2,9 +2,7 @@ package integration
 
 import (
 	"bytes"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/core/money"
@@ -18,16 +16,8 @@ import (
 // client) and settles outputDuration rounded up, never above the hold; a
 // generation the upstream fails is refunded in full.
 func TestLipsyncThroughSyncso(t *testing.T) {
-	var mu sync.Mutex
-	var creates [][]byte
-	up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sync-key", Record: func(r vendorsim.Request) {
-		if r.Method == "POST" {
-			mu.Lock()
-			creates = append(creates, r.Body)
-			mu.Unlock()
-		}
-	}}).Handler())
-	t.Cleanup(up.Close)
+	var sent vendorsim.Recorder
+	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "sync-key", Record: sent.Record})
 	e := startMedia(t, testgw.Options{Config: `
 server {
   allow_private_urls = true
@@ -37,7 +27,7 @@ store "badger" {
 }
 channel "sync" {
   vendor   = "syncso"
-  base_url = "` + up.URL + `"
+  base_url = "` + upURL + `"
   api_key  = "sync-key"
   families = ["lipsync"]
   models   = ["dh-lipsync=lipsync-2", "dh-lipsync-pro=lipsync-2-pro"]
@@ -66,7 +56,7 @@ model "dh-lipsync-pro" {
 	}
 	rec := e.poll(t, "/v1/videos/generations/"+id, "queued", "running").json(t)
 	link := str(rec["video_url"])
-	if rec["status"] != "succeeded" || rec["duration"] != float64(5) || !strings.HasPrefix(link, e.g.URL+"/files/") || strings.Contains(string(mustJSONBytes(rec)), up.URL) {
+	if rec["status"] != "succeeded" || rec["duration"] != float64(5) || !strings.HasPrefix(link, e.g.URL+"/files/") || strings.Contains(mustJSON(rec), upURL) {
 		t.Fatalf("record %v", rec)
 	}
 	v := do(t, "GET", link, nil, "")
@@ -74,9 +64,12 @@ model "dh-lipsync-pro" {
 		t.Fatalf("the re-hosted video: %d %q", v.Status, v.Body[:min(16, len(v.Body))])
 	}
 	wantRow(t, e.rowOf(t, id), "success", "video", 5, money.Times(5, money.MustParse("0.23")))
-	mu.Lock()
-	first := string(creates[0])
-	mu.Unlock()
+	var first string
+	for _, r := range sent.Requests() {
+		if r.Method == "POST" && first == "" {
+			first = string(r.Body)
+		}
+	}
 	if !strings.Contains(first, `"model":"lipsync-2-pro"`) || !strings.Contains(first, `"sync_mode":"cut_off"`) {
 		t.Fatalf("the create sent %s", first)
 	}
@@ -93,5 +86,3 @@ model "dh-lipsync-pro" {
 		t.Fatalf("charged %s", got)
 	}
 }
-
-func mustJSONBytes(v any) []byte { return []byte(mustJSON(v)) }

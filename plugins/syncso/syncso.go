@@ -20,7 +20,6 @@ package syncso
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -67,48 +66,23 @@ func New() *Vendor {
 	})}
 }
 
+// route is a channel: the key in x-api-key, and its settings.
 type route struct {
-	base     string
-	key      []string
+	*httpvendor.JobRoute
 	syncMode string
 	poll     time.Duration
 }
 
 func prepare(ch vendor.Channel) (httpvendor.Route, error) {
-	if err := httpvendor.CheckSettings(ch, SettingSyncMode, SettingPollAfter); err != nil {
-		return nil, err
-	}
-	if len(ch.Protocols) > 0 {
-		return nil, vendor.ChannelError(ch.Name, "protocols", "syncso serves no chat protocol; remove protocols (families = [\"lipsync\"])")
-	}
-	base, err := httpvendor.BaseURL(ch, false)
+	jr, err := httpvendor.JobChannel(ch, httpvendor.Auth{Name: "X-Api-Key"}, false, SettingSyncMode, SettingPollAfter)
 	if err != nil {
 		return nil, err
 	}
-	key, err := httpvendor.APIKey(ch, true)
+	poll, err := httpvendor.DurationSetting(ch, SettingPollAfter, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	r := &route{base: base, key: []string{key}, syncMode: ch.Settings[SettingSyncMode], poll: 5 * time.Second}
-	if s := ch.Settings[SettingPollAfter]; s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return nil, vendor.ChannelError(ch.Name, "settings", "setting %s = %q: want a duration like 5s", SettingPollAfter, s)
-		}
-		r.poll = d
-	}
-	return r, nil
-}
-
-// Build refuses chat: the channel serves the lipsync family only.
-func (r *route) Build(*vendor.ChatRequest, http.Header) (string, error) {
-	return "", errors.New("syncso serves no chat")
-}
-
-// BuildPath is the URL of an API path, with the x-api-key header.
-func (r *route) BuildPath(path string, h http.Header) (string, error) {
-	h["X-Api-Key"] = r.key
-	return r.base + path, nil
+	return &route{JobRoute: jr, syncMode: ch.Settings[SettingSyncMode], poll: poll}, nil
 }
 
 // Validate is the family's rules; every lip sync is an upstream job.
@@ -193,7 +167,7 @@ func (v *Vendor) Poll(ctx context.Context, req *vendor.JobRequest) (*vendor.JobO
 		return nil, err
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		return refusal(resp.Status, resp.Body), nil
+		return httpvendor.PollRefusal(resp)
 	}
 	var g generation
 	if err := json.Unmarshal(resp.Body, &g); err != nil {
@@ -274,25 +248,11 @@ func (v *Vendor) outcome(req *vendor.JobRequest, r *lipsync.Request, rt *route, 
 // Run makes a lip sync synchronously: a submit, then polls until it ends
 // or the call's timeout passes.
 func (v *Vendor) Run(ctx context.Context, req *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
+	rt, err := v.route(req.Channel)
+	if err != nil {
+		return nil, err
 	}
-	out, err := v.Submit(ctx, req)
-	for err == nil && out.State == vendor.JobRunning {
-		t := time.NewTimer(out.PollAfter)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, &vendor.Failure{Kind: vendor.FailureTimeout, Message: "syncso: the generation did not finish in time"}
-		case <-t.C:
-		}
-		p := *req
-		p.UpstreamRef = out.UpstreamRef
-		out, err = v.Poll(ctx, &p)
-	}
-	return out, err
+	return httpvendor.RunJob(ctx, v, req, rt.poll)
 }
 
 // Cancel has nothing to call: the API offers no cancel of a generation.

@@ -2,9 +2,7 @@ package syncso_test
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -19,12 +17,6 @@ import (
 
 const key = "sync-test-key"
 
-func server(t *testing.T, record func(vendorsim.Request)) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: key, Record: record}).Handler())
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 func configured(t *testing.T, v vendor.Vendor, base string, settings map[string]string) vendor.Vendor {
 	t.Helper()
@@ -38,22 +30,14 @@ func configured(t *testing.T, v vendor.Vendor, base string, settings map[string]
 // The plugin passes the lip-sync family's suite against an in-test
 // server speaking sync.so's wire, in process and over gRPC.
 func TestLipsyncConformance(t *testing.T) {
-	srv := server(t, nil)
-	for _, tr := range []struct {
-		name string
-		wrap func(t *testing.T, v vendor.Vendor) vendor.Vendor
-	}{
-		{"in_process", func(_ *testing.T, v vendor.Vendor) vendor.Vendor { return v }},
-		{"grpc", familytest.OverGRPC},
-	} {
-		t.Run(tr.name, func(t *testing.T) {
-			lipsynctest.Run(t, lipsynctest.Target{Target: familytest.Target{Name: syncso.Name,
-				New: func(t *testing.T) vendor.Vendor {
-					return configured(t, tr.wrap(t, syncso.New()), srv.URL, map[string]string{syncso.SettingPollAfter: "20ms"})
-				},
-				Model: vendor.JobModel{ID: "dh-lipsync", Upstream: "lipsync-2", Settings: map[string]string{"max_duration": "10"}}}})
-		})
-	}
+	base := vendorsim.Serve(t, vendorsim.Options{APIKey: key})
+	familytest.Transports(t, func(t *testing.T, wrap familytest.Wrap) {
+		lipsynctest.Run(t, lipsynctest.Target{Target: familytest.Target{Name: syncso.Name,
+			New: func(t *testing.T) vendor.Vendor {
+				return configured(t, wrap(t, syncso.New()), base, map[string]string{syncso.SettingPollAfter: "20ms"})
+			},
+			Model: vendor.JobModel{ID: "dh-lipsync", Upstream: "lipsync-2", Settings: map[string]string{"max_duration": "10"}}}})
+	})
 }
 
 // What goes over the wire: the generation's create with x-api-key, the
@@ -61,10 +45,9 @@ func TestLipsyncConformance(t *testing.T) {
 // video is a link the gateway fetches (no key sent), and the output's
 // seconds settle.
 func TestWire(t *testing.T) {
-	var mu sync.Mutex
-	var seen []vendorsim.Request
-	srv := server(t, func(r vendorsim.Request) { mu.Lock(); seen = append(seen, r); mu.Unlock() })
-	v := configured(t, syncso.New(), srv.URL+"/", map[string]string{syncso.SettingSyncMode: "cut_off", syncso.SettingPollAfter: "10ms"})
+	var rec vendorsim.Recorder
+	base := vendorsim.Serve(t, vendorsim.Options{APIKey: key, Record: rec.Record})
+	v := configured(t, syncso.New(), base+"/", map[string]string{syncso.SettingSyncMode: "cut_off", syncso.SettingPollAfter: "10ms"})
 	j := v.(vendor.Jobs)
 	req := &vendor.JobRequest{Family: "lipsync", Operation: video.OpGenerations, Channel: "main", Async: true, TaskID: "vid_1",
 		Model: vendor.JobModel{ID: "dh-lipsync-pro", Upstream: "lipsync-2-pro"}, Timeout: familytest.CallLimit,
@@ -73,13 +56,11 @@ func TestWire(t *testing.T) {
 	if err != nil || out.State != vendor.JobSucceeded {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if len(out.Files) != 1 || !strings.HasPrefix(out.Files[0].URL, srv.URL+"/sync-files/") || len(out.Files[0].Header) != 0 ||
+	if len(out.Files) != 1 || !strings.HasPrefix(out.Files[0].URL, base+"/sync-files/") || len(out.Files[0].Header) != 0 ||
 		len(out.Units) != 1 || out.Units[0].Count != 7 {
 		t.Fatalf("files %+v units %+v", out.Files, out.Units)
 	}
-	mu.Lock()
-	calls := append([]vendorsim.Request(nil), seen...)
-	mu.Unlock()
+	calls := rec.Requests()
 	create := calls[0]
 	var body map[string]any
 	_ = json.Unmarshal(create.Body, &body)
@@ -95,21 +76,21 @@ func TestWire(t *testing.T) {
 		t.Fatalf("read %+v", last)
 	}
 	// A wrong key is the upstream's 401, its message passed on.
-	bad := configured(t, syncso.New(), srv.URL, nil)
-	if err := bad.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: srv.URL, APIKey: "wrong"}}}); err != nil {
+	bad := configured(t, syncso.New(), base, nil)
+	if err := bad.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: base, APIKey: "wrong"}}}); err != nil {
 		t.Fatal(err)
 	}
 	out, err = bad.(vendor.Jobs).Submit(t.Context(), req)
 	familytest.Failed(t, out, err, 401)
 	// A channel without a key, or with protocols, is refused at start.
-	for _, ch := range []vendor.Channel{{Name: "c", BaseURL: srv.URL}, {Name: "c", BaseURL: srv.URL, APIKey: "k", Protocols: []string{"openai_chat"}}} {
+	for _, ch := range []vendor.Channel{{Name: "c", BaseURL: base}, {Name: "c", BaseURL: base, APIKey: "k", Protocols: []string{"openai_chat"}}} {
 		if err := syncso.New().Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{ch}}); err == nil {
 			t.Fatalf("channel %+v accepted", ch)
 		}
 	}
 	// A private link is refused unless the operator allows it.
 	priv := syncso.New()
-	if err := priv.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: srv.URL, APIKey: key}}}); err != nil {
+	if err := priv.Configure(t.Context(), vendor.Config{Channels: []vendor.Channel{{Name: "main", BaseURL: base, APIKey: key}}}); err != nil {
 		t.Fatal(err)
 	}
 	r2 := *req

@@ -68,7 +68,11 @@ func UpstreamMessage(status int, body []byte) string {
 	if gjson.ValidBytes(body) {
 		for _, p := range [...]string{"error.message", "error", "message", "detail", "detail.message", "detail.error",
 			"detail.0.msg", "errors.0.message", "msg"} {
-			if v := gjson.GetBytes(body, p); v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
+			v := gjson.GetBytes(body, p)
+			if p == "error" && v.Str == http.StatusText(status) && gjson.GetBytes(body, "message").Exists() {
+				continue // a NestJS body: error is the status text, message says why
+			}
+			if v.Type == gjson.String && strings.TrimSpace(v.Str) != "" {
 				return v.Str
 			}
 		}
