@@ -17,7 +17,6 @@ import (
 
 const key = "sync-test-key"
 
-
 func configured(t *testing.T, v vendor.Vendor, base string, settings map[string]string) vendor.Vendor {
 	t.Helper()
 	if err := v.Configure(t.Context(), vendor.Config{AllowPrivateURLs: true,
