@@ -165,7 +165,7 @@ channel "nokey" {
 		}
 		out, errOut, code := tollgateCmd(t, nil, "config", "check", "--config", path)
 		want := []string{
-			path + `:8,15-22: channel "typo": vendor "opnai" has no plugin (did you mean "openai"?); the plugins found are anthropic, elevenlabs, gemini, openai, openai-compatible, sim, suno, tavily`,
+			path + `:8,15-22: channel "typo": vendor "opnai" has no plugin (did you mean "openai"?); the plugins found are anthropic, elevenlabs, gemini, openai, openai-compatible, sim, suno, syncso, tavily`,
 			path + `:14,15-42: channel "nokey": base_url "https://api.openai.com/v1": give the vendor root without /v1 (https://api.openai.com); the plugin adds the version`,
 		}
 		if code != 1 || out != "" {
