@@ -72,6 +72,20 @@ func TestDigitalHumanModels(t *testing.T) {
 	run(`{"model":"dh-motion-flat","source_video_url":"https://media.example/d.mp4`+slow+`","content":`+two+`,"resolution":"max","duration":3}`,
 		dhCost(t, "dh-motion-flat", 3), 3, "dh-motion-flat")
 
+	// A voice another account cloned, or one deleted, is no voice here:
+	// 400 naming it, nothing held.
+	other := newMediaAccount(t, e.g, "5")
+	ovoc := str(other.post(t, "/v1/audio/voices", `{"model":"voice","name":"Oz","audio_url":"https://media.example/oz.wav"}`).json(t)["id"])
+	gone := str(e.post(t, "/v1/audio/voices", `{"model":"voice","name":"Gus","audio_url":"https://media.example/gus.wav"}`).json(t)["id"])
+	spent += dhCost(t, "voice", 1)
+	if d := do(t, "DELETE", e.g.URL+"/v1/audio/voices/"+gone, bearer(e.key), ""); d.Status != 200 {
+		t.Fatalf("delete voice %s: %d %s", gone, d.Status, d.Body)
+	}
+	for _, v := range []string{ovoc, gone} {
+		e.wantRefused(t, e.post(t, "/v1/videos/generations", `{"model":"dh-avatar","avatar":"anna","voice":"`+v+`","text":"Hi.","duration":3}`),
+			400, "invalid_request", "voice: '"+v+"' does not exist", spent)
+	}
+
 	// Idempotency-Key on a digital-human submit.
 	body := `{"model":"dh-lipsync","source_video_url":"https://media.example/v.mp4","audio_url":"https://media.example/b.wav","duration":2}`
 	first := e.post(t, "/v1/videos/generations", body, "Idempotency-Key", "lip-1")

@@ -54,7 +54,7 @@ func TestEmbeddedDefaultAnswersEveryFamily(t *testing.T) {
 			t.Errorf("the banner has no line to try %s:\n%s", p, out)
 		}
 	}
-	for _, want := range []string{`"model": "dh-avatar"`, `"model": "clip-compose"`, `/v1/videos/clip-templates" -H "Authorization: Bearer`} {
+	for _, want := range []string{`"model": "dh-avatar"`, `"model": "dh-lipsync"`, `"model": "dh-motion"`, `"model": "clip-compose"`, `/v1/videos/clip-templates" -H "Authorization: Bearer`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the banner lacks %s:\n%s", want, out)
 		}
@@ -69,7 +69,7 @@ func TestEmbeddedDefaultAnswersEveryFamily(t *testing.T) {
 	// Every row costs its units at the embedded default's prices, and the
 	// demo wallet holds the rest.
 	prices := map[string]string{"sim-image": "0.04", "sim-video": "0.05", "sim-music": "0.20", "sim-speech": "0.000015",
-		"sim-voice": "0.50", "sim-transcript": "0.02", "sim-search": "0.005", "dh-avatar": "3.96", "clip-compose": "90", "clip-subtitle": "0"}
+		"sim-voice": "0.50", "sim-transcript": "0.02", "sim-search": "0.005", "dh-avatar": "3.96", "dh-lipsync": "4.04", "dh-motion": "4.04", "clip-compose": "90", "clip-subtitle": "0"}
 	var spent money.Nano
 	for _, r := range logsOf(t, g, key) {
 		cost := money.MustParse(str(r["cost"]))

@@ -2,7 +2,9 @@ package clip
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -128,15 +130,21 @@ func Load(path string) (*Set, error) {
 	return &s, nil
 }
 
-// loaded caches a file's set until the file changes.
-var loaded struct {
-	sync.Mutex
-	path  string
+// loadedFile is a file's set (or why it has none) as of its last change.
+type loadedFile struct {
 	mod   time.Time
 	size  int64
 	set   *Set
 	fault error
 }
+
+// loaded caches each file's set until the file changes: a cache of the
+// operator's files (by path), not a registry; every model naming a file
+// reads the same set.
+var loaded = struct {
+	sync.Mutex
+	files map[string]*loadedFile
+}{files: map[string]*loadedFile{}}
 
 // SetOf is the template set of model m: its clip_templates file's (read
 // again when it changes), or the built-in one. A file that cannot be read
@@ -148,18 +156,30 @@ func SetOf(m vendor.JobModel) (*Set, *vendor.JobError) {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, rules.Operator("the model " + m.ID + "'s clip_templates file cannot be read: " + err.Error())
+		return nil, rules.Operator("the model " + m.ID + "'s clip_templates file cannot be read: " + withoutPath(err).Error())
 	}
 	loaded.Lock()
 	defer loaded.Unlock()
-	if loaded.path != path || !loaded.mod.Equal(fi.ModTime()) || loaded.size != fi.Size() {
-		loaded.path, loaded.mod, loaded.size = path, fi.ModTime(), fi.Size()
-		loaded.set, loaded.fault = Load(path)
+	f := loaded.files[path]
+	if f == nil || !f.mod.Equal(fi.ModTime()) || f.size != fi.Size() {
+		f = &loadedFile{mod: fi.ModTime(), size: fi.Size()}
+		f.set, f.fault = Load(path)
+		loaded.files[path] = f
 	}
-	if loaded.fault != nil {
-		return nil, rules.Operator("the model " + m.ID + "'s clip_templates file " + path + ": " + loaded.fault.Error())
+	if f.fault != nil {
+		return nil, rules.Operator("the model " + m.ID + "'s clip_templates file: " + withoutPath(f.fault).Error())
 	}
-	return loaded.set, nil
+	return f.set, nil
+}
+
+// withoutPath is err without the file's path: a client's answer names the
+// setting, never the operator's file system.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // Builtin is the set the binary carries.
