@@ -60,6 +60,19 @@ func TestAvatarStateMachine(t *testing.T) {
 	e.wantRefused(t, e.post(t, "/v1/videos/generations", `{"model":"dh-avatar","avatar":"anna","audio_url":"https://media.example/a.wav","duration":2}`),
 		400, "invalid_request", "Simulated upstream error 400", spent)
 
+	// A cloned voice pins too: a preset avatar speaking with it runs on
+	// the channel that cloned the voice (12 characters / 3.3: 4 s).
+	voc := str(e.post(t, "/v1/audio/voices", `{"model":"voice","name":"Vi","audio_url":"https://media.example/vi.wav"}`).json(t)["id"])
+	spent += dhCost(t, "voice", 1)
+	pv := e.post(t, "/v1/videos/generations", `{"model":"dh-avatar","avatar":"anna","voice":"`+voc+`","text":"Hello there.","duration":6}`)
+	if pv.Status != 200 {
+		t.Fatalf("dh-avatar with a cloned voice: %d %s", pv.Status, pv.Body)
+	}
+	if got := e.poll(t, "/v1/videos/generations/"+str(pv.json(t)["id"]), "queued", "running").json(t); got["status"] != "succeeded" || got["duration"] != float64(4) {
+		t.Fatalf("dh-avatar with a cloned voice: %v", got)
+	}
+	spent += dhCost(t, "dh-avatar", 4)
+
 	// A registration the upstream fails: failed with its error, refunded
 	// in full, still listed as the refund's evidence.
 	f := e.post(t, "/v1/videos/avatars", `{"name":"Bo","source_url":"https://media.example/bo.mp4?m=[sim:fail=500]","source_kind":"video"}`)

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/tollgate-gw/tollgate/plugins/family/avatar"
 	"github.com/tollgate-gw/tollgate/plugins/family/lipsync"
@@ -33,13 +32,10 @@ var AvatarPresets = []avatar.Preset{
 // avatarPrefix starts the ids of the avatars the sim registered.
 const avatarPrefix = "simavatar_"
 
-type simAvatar struct {
-	upstreamJobs
-	open *atomic.Bool
-}
+type simAvatar struct{ checkedJobs }
 
 func (f simAvatar) plan(req *vendor.JobRequest) *vendor.JobPlan {
-	plan := avatar.Plan(req, f.open.Load())
+	plan := f.checkedJobs.plan(req)
 	if plan.Error != nil || req.Operation == avatar.OpRegister {
 		return plan
 	}
@@ -69,30 +65,14 @@ func (simAvatar) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	return avatar.Made(req, r, simVideoResult(req, k, secs))
 }
 
-type simLipsync struct {
-	upstreamJobs
-	open *atomic.Bool
-}
-
-func (f simLipsync) plan(req *vendor.JobRequest) *vendor.JobPlan {
-	_, plan := lipsync.Plan(req, f.open.Load())
-	return plan
-}
+type simLipsync struct{ checkedJobs }
 
 func (simLipsync) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := lipsync.Parse(req, true)
 	return lipsync.Made(req, r, simVideoResult(req, k, float64(r.Duration)))
 }
 
-type simMotion struct {
-	upstreamJobs
-	open *atomic.Bool
-}
-
-func (f simMotion) plan(req *vendor.JobRequest) *vendor.JobPlan {
-	_, plan := motion.Plan(req, f.open.Load())
-	return plan
-}
+type simMotion struct{ checkedJobs }
 
 func (simMotion) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := motion.Parse(req, true)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"github.com/tollgate-gw/tollgate/plugins/family/clip"
 	"github.com/tollgate-gw/tollgate/plugins/family/subtitle"
@@ -17,15 +16,7 @@ import (
 // synchronous wait: 504). A compose accepts the templates the rules list
 // (the model's file, or the built-in set) and answers a small MP4.
 
-type simSubtitle struct {
-	upstreamJobs
-	open *atomic.Bool
-}
-
-func (f simSubtitle) plan(req *vendor.JobRequest) *vendor.JobPlan {
-	_, plan := subtitle.Plan(req, f.open.Load())
-	return plan
-}
+type simSubtitle struct{ checkedJobs }
 
 func (simSubtitle) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := subtitle.Parse(req, true)
@@ -57,15 +48,7 @@ func simLines(link string, secs float64) []subtitle.Line {
 	return lines
 }
 
-type simClip struct {
-	upstreamJobs
-	open *atomic.Bool
-}
-
-func (f simClip) plan(req *vendor.JobRequest) *vendor.JobPlan {
-	_, plan := clip.Plan(req, f.open.Load())
-	return plan
-}
+type simClip struct{ checkedJobs }
 
 func (simClip) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
 	r, _ := clip.Parse(req, true)

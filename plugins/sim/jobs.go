@@ -51,6 +51,24 @@ type upstreamJobs struct{}
 
 func (upstreamJobs) upstreamJob() bool { return true }
 
+// checkedJobs is an upstream-job family whose rules check the links a
+// client hands over, under the private-address policy's switch open.
+type checkedJobs struct {
+	upstreamJobs
+	open  *atomic.Bool
+	rules func(req *vendor.JobRequest, allowPrivate bool) *vendor.JobPlan
+}
+
+func (f checkedJobs) plan(req *vendor.JobRequest) *vendor.JobPlan { return f.rules(req, f.open.Load()) }
+
+// checked is the checkedJobs of a rules package's Plan.
+func checked[R any](open *atomic.Bool, plan func(*vendor.JobRequest, bool) (R, *vendor.JobPlan)) checkedJobs {
+	return checkedJobs{open: open, rules: func(req *vendor.JobRequest, allowPrivate bool) *vendor.JobPlan {
+		_, p := plan(req, allowPrivate)
+		return p
+	}}
+}
+
 // newFamilies are the families the sim serves besides images; open is
 // the private-address policy's switch (Config.AllowPrivateURLs) for the
 // families that check the links a client hands over.
@@ -58,8 +76,9 @@ func newFamilies(open *atomic.Bool) map[string]simFamily {
 	return map[string]simFamily{
 		video.Family: simVideo{}, music.Family: simMusic{}, speech.Family: simSpeech{},
 		voice.Family: simVoice{}, transcript.Family: simTranscript{}, search.Family: simSearch{},
-		avatar.Family: simAvatar{open: open}, lipsync.Family: simLipsync{open: open}, motion.Family: simMotion{open: open},
-		clip.Family: simClip{open: open}, subtitle.Family: simSubtitle{open: open},
+		avatar.Family: simAvatar{checkedJobs{open: open, rules: avatar.Plan}}, lipsync.Family: simLipsync{checked(open, lipsync.Plan)},
+		motion.Family: simMotion{checked(open, motion.Plan)}, clip.Family: simClip{checked(open, clip.Plan)},
+		subtitle.Family: simSubtitle{checked(open, subtitle.Plan)},
 	}
 }
 
