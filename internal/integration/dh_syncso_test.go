@@ -14,8 +14,15 @@ import (
 // speaking sync.so's wire: the gateway submits (x-api-key, the upstream's
 // model), polls, re-hosts the output video (its link never reaches the
 // client) and settles outputDuration rounded up, never above the hold; a
-// generation the upstream fails is refunded in full.
+// generation the upstream fails is refunded in full. Both transports: the
+// plugin's process, and the vendor built into the gateway (in-process).
 func TestLipsyncThroughSyncso(t *testing.T) {
+	for _, transport := range []string{"out-of-process", "in-process"} {
+		t.Run(transport, func(t *testing.T) { lipsyncThroughSyncso(t, transport) })
+	}
+}
+
+func lipsyncThroughSyncso(t *testing.T, transport string) {
 	var sent vendorsim.Recorder
 	upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "sync-key", Record: sent.Record})
 	e := startMedia(t, testgw.Options{Config: `
@@ -26,7 +33,8 @@ store "badger" {
   dir = "@DATA@"
 }
 channel "sync" {
-  vendor   = "syncso"
+  vendor    = "syncso"
+  transport = "` + transport + `"
   base_url = "` + upURL + `"
   api_key  = "sync-key"
   families = ["lipsync"]

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-gw/tollgate/plugins/openaicompat"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 	"github.com/tollgate-gw/tollgate/plugins/suno"
+	"github.com/tollgate-gw/tollgate/plugins/syncso"
 	"github.com/tollgate-gw/tollgate/plugins/tavily"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
@@ -30,6 +31,7 @@ func Vendors() map[string]host.Builtin {
 		"openai-compatible": func(hclog.Logger) vendor.Vendor { return openaicompat.New() },
 		"sim":               func(log hclog.Logger) vendor.Vendor { return sim.New(log) },
 		"suno":              func(hclog.Logger) vendor.Vendor { return suno.New() },
+		"syncso":            func(hclog.Logger) vendor.Vendor { return syncso.New() },
 		"tavily":            func(hclog.Logger) vendor.Vendor { return tavily.New() },
 	}
 }
