@@ -92,6 +92,17 @@ func TestSIGKILLWithDigitalHumanJobsInFlight(t *testing.T) {
 	if len(cut) != rounds {
 		t.Fatalf("found %d hung registrations, want %d", len(cut), rounds)
 	}
+	// What each kind of job ends as: its record's status, its row's unit
+	// type and units, and the price they bill at.
+	ends := map[string]struct {
+		status, unit, price string
+		units               int64
+	}{
+		"avatar":    {"ready", "avatar", "dh-avatar-create", 1},
+		"subtitle":  {"succeeded", "transcript", "clip-subtitle", 1},
+		"compose":   {"succeeded", "video", "clip-compose", 1},
+		"dh-avatar": {"succeeded", "video", "dh-avatar", 2},
+	}
 	for _, j := range jobs {
 		var rec map[string]any
 		switch j.kind {
@@ -102,33 +113,13 @@ func TestSIGKILLWithDigitalHumanJobsInFlight(t *testing.T) {
 		default:
 			rec = e.poll(t, "/v1/videos/generations/"+j.id, "queued", "running").json(t)
 		}
-		row := e.rowOf(t, j.id)
-		switch j.kind {
-		case "avatar":
-			if rec["status"] != "ready" {
-				t.Fatalf("avatar %s did not resume: %v", j.id, rec)
-			}
-			wantRow(t, row, "success", "avatar", 1, dhCost(t, "dh-avatar-create", 1))
-			want += dhCost(t, "dh-avatar-create", 1)
-		case "subtitle":
-			if rec["status"] != "succeeded" {
-				t.Fatalf("recognition %s did not resume: %v", j.id, rec)
-			}
-			wantRow(t, row, "success", "transcript", 1, dhCost(t, "clip-subtitle", 1))
-			want += dhCost(t, "clip-subtitle", 1)
-		case "compose":
-			if rec["status"] != "succeeded" {
-				t.Fatalf("compose %s did not resume: %v", j.id, rec)
-			}
-			wantRow(t, row, "success", "video", 1, dhCost(t, "clip-compose", 1))
-			want += dhCost(t, "clip-compose", 1)
-		default:
-			if rec["status"] != "succeeded" {
-				t.Fatalf("video %s did not resume: %v", j.id, rec)
-			}
-			wantRow(t, row, "success", "video", 2, dhCost(t, "dh-avatar", 2))
-			want += dhCost(t, "dh-avatar", 2)
+		end := ends[j.kind]
+		if rec["status"] != end.status {
+			t.Fatalf("%s %s did not resume: %v", j.kind, j.id, rec)
 		}
+		cost := dhCost(t, end.price, end.units)
+		wantRow(t, e.rowOf(t, j.id), "success", end.unit, end.units, cost)
+		want += cost
 		rows++
 	}
 	// The registrations without a reference: failed, refunded, their rows
