@@ -9,7 +9,7 @@ import (
 func minutes(rss ...int64) []Minute {
 	var ms []Minute
 	for i, r := range rss {
-		ms = append(ms, Minute{At: strings.Repeat("1", i+1) + "m", RSSKB: r << 10, Goroutines: 200, OpenFiles: 300, Calls: 1000, P99MS: 40})
+		ms = append(ms, Minute{At: strings.Repeat("1", i+1) + "m", RSSKB: r << 11, AnonKB: r << 10, Goroutines: 200, OpenFiles: 300, Calls: 1000, P99MS: 40})
 	}
 	return ms
 }
@@ -39,9 +39,9 @@ func TestEvaluateLeaks(t *testing.T) {
 		name string
 		edit func(*Report)
 	}{
-		{"RSS flat", func(r *Report) {
+		{"anonymous memory flat", func(r *Report) {
 			for i := range r.Minutes {
-				r.Minutes[i].RSSKB = int64(100+40*i) << 10
+				r.Minutes[i].AnonKB = int64(100+40*i) << 10
 			}
 		}},
 		{"goroutines flat", func(r *Report) {
@@ -105,7 +105,7 @@ func TestReportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Minutes) != 3 || back.Minutes[2].RSSKB != 152<<10 || back.Concurrency != 64 {
+	if len(back.Minutes) != 3 || back.Minutes[2].AnonKB != 152<<10 || back.Concurrency != 64 {
 		t.Fatalf("read back %+v", back)
 	}
 	var md strings.Builder
@@ -113,7 +113,7 @@ func TestReportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := md.String()
-	for _, want := range []string{"# Soak: 3m0s at c=64", "| 1m | 150.0 |", "| 111m | 152.0 |", "PASS RSS flat", "First error at 11m: `chat: 502`"} {
+	for _, want := range []string{"# Soak: 3m0s at c=64", "| 1m | 300.0 | 150.0 |", "| 111m | 304.0 | 152.0 |", "PASS anonymous memory flat", "First error at 11m: `chat: 502`"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the markdown lacks %q:\n%s", want, out)
 		}

@@ -164,8 +164,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		m.At = time.Since(start).Round(time.Second).String()
 		sample(ctx, proc, gw.cmd.Process.Pid, adm, "http://"+metricsAddr, &m)
 		rep.Minutes = append(rep.Minutes, m)
-		fmt.Fprintf(o.Log, "%s  rss %.0f MB  goroutines %d  files %d  calls %d  errors %d  p99 %.1f ms\n",
-			m.At, float64(m.RSSKB)/1024, m.Goroutines, m.OpenFiles, m.Calls, m.Errors, m.P99MS)
+		fmt.Fprintf(o.Log, "%s  rss %.0f MB (anonymous %.0f)  goroutines %d  files %d (store %d)  calls %d  errors %d  p99 %.1f ms\n",
+			m.At, float64(m.RSSKB)/1024, float64(m.AnonKB)/1024, m.Goroutines, m.OpenFiles, m.StoreFiles, m.Calls, m.Errors, m.P99MS)
 	}
 	stop()
 	wg.Wait()
@@ -324,15 +324,32 @@ func sample(ctx context.Context, proc bench.Proc, pid int, c *http.Client, metri
 		for i, s := range tree {
 			kb := statusKB(s.PID, "VmRSS:")
 			m.RSSKB += kb
+			m.AnonKB += statusKB(s.PID, "RssAnon:")
 			if i == 0 {
 				m.GatewayRSSKB = kb
 			}
-			if fds, err := os.ReadDir("/proc/" + strconv.Itoa(s.PID) + "/fd"); err == nil {
+			fdDir := "/proc/" + strconv.Itoa(s.PID) + "/fd"
+			if fds, err := os.ReadDir(fdDir); err == nil {
 				m.OpenFiles += len(fds)
+				for _, fd := range fds {
+					if target, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && storeFile(target) {
+						m.StoreFiles++
+					}
+				}
 			}
 		}
 	}
 	m.Goroutines = goroutines(ctx, c, metricsURL)
+}
+
+// storeFile reports whether a descriptor's target is one of Badger's
+// table, value-log or memtable files.
+func storeFile(target string) bool {
+	switch filepath.Ext(target) {
+	case ".sst", ".vlog", ".mem":
+		return true
+	}
+	return false
 }
 
 func statusKB(pid int, field string) int64 {
