@@ -33,8 +33,12 @@ type LedgerEntry struct {
 	Note      string     `json:"note"`
 	// OrderID is the card top-up that caused it (its credit, or a
 	// refund's debit); "" for a sign-up credit or an operator's.
-	OrderID   string    `json:"order_id,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	OrderID string `json:"order_id,omitempty"`
+	// AdminToken is the id of the admin token that made it, UserID the
+	// console user who did (store.Cause); "" when neither did.
+	AdminToken string    `json:"admin_token,omitempty"`
+	UserID     string    `json:"user_id,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // Accounts is the role of accounts (organizations) and their ledgers.

@@ -1,6 +1,6 @@
 // Package store defines Tollgate's state as role interfaces, one per file
 // (accounts, wallet, keys, logs, idempotency, tasks, models, knowledge
-// bases, agents, console users, console sessions, card top-ups), and the records they
+// bases, agents, console users, console sessions, card top-ups, the books), and the records they
 // hold. Store is their union: what a backend implements. Backends live in
 // sub-packages (badgerstore is the embedded default); the rest of the gateway sees only this package, and each part
 // of it asks for the roles it uses.
@@ -34,6 +34,7 @@ type Store interface {
 	Users
 	Sessions
 	Orders
+	Books
 
 	Close() error
 }

@@ -89,6 +89,10 @@ type Store struct {
 
 	health       *health
 	closeTimeout time.Duration
+
+	// run names this open of the store: the owner of the holds it
+	// places (books.go).
+	run string
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -133,6 +137,7 @@ func Open(dir string, o Options) (*Store, error) {
 		stopGC: make(chan struct{}),
 		gcDone: make(chan struct{}),
 		health: newHealth(dir), closeTimeout: o.CloseTimeout,
+		run: newRun(),
 	}
 	if o.InMemory {
 		s.health.dir = ""
@@ -253,6 +258,15 @@ func (s *Store) recoverBooks(dir string, o Options) error {
 	if err != nil {
 		return err
 	}
+	// The books begin (once) with Badger's state before any replay; the
+	// replayed moves then add their own entries.
+	if err := s.carryBooks(applied); err != nil {
+		return err
+	}
+	prevRun, err := s.startRun()
+	if err != nil {
+		return err
+	}
 	b.seq = applied
 	if !o.InMemory {
 		j, recs, err := openJournal(filepath.Join(dir, journalDirName), o.Strict, applied)
@@ -268,7 +282,7 @@ func (s *Store) recoverBooks(dir string, o Options) error {
 				s.log.Error("journal has a gap; records after it are not applied", "after", b.seq, "next", r.seq)
 				break
 			}
-			e, err := replayEntry(r)
+			e, err := replayEntry(r, prevRun)
 			if err != nil {
 				return fmt.Errorf("badgerstore: journal record %d: %w", r.seq, err)
 			}

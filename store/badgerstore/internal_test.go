@@ -117,7 +117,7 @@ func TestTimeKeysSortInTimeOrder(t *testing.T) {
 
 func TestPrefixesAreDistinct(t *testing.T) {
 	ps := []string{pAccount, pWallet, pLedger, pHold, pKey, pKeyHash, pKeyAcct, pKeyUse, pLog, pLogAcct, pLogKey, pLogRef, pModel, pSeq,
-		pMeta, pKeyUsed, pIdem, pLogMod, pLogErr, pTask, pTaskJob, pTaskBody, pTaskAcct, pTaskOpen}
+		pMeta, pKeyUsed, pIdem, pLogMod, pLogErr, pTask, pTaskJob, pTaskBody, pTaskAcct, pTaskOpen, pBook}
 	for i, a := range ps {
 		if !strings.HasSuffix(a, "/") {
 			t.Errorf("prefix %q does not end in /", a)

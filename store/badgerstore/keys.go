@@ -29,7 +29,7 @@ const (
 	pLogRef   = "logref/"   // logref/{request or task id}\x00{id:8}   -> empty
 	pModel    = "model/"    // model/{model}                           -> model (JSON)
 	pSeq      = "seq/"      // seq/log, seq/ledger                     -> badger.Sequence state
-	pMeta     = "meta/"     // meta/journal, meta/logdims, meta/taskcoll -> last journal record applied(8); empty
+	pMeta     = "meta/"     // meta/journal, meta/logdims, meta/taskcoll, meta/run, meta/books, meta/bookcarry -> last journal record applied(8); empty; run id; empty; count(8)
 	pKeyUsed  = "keyused/"  // keyused/{key}                           -> last use, time(12)
 	pIdem     = "idem/"     // idem/{account}\x00{idempotency key}     -> idempotency record
 	pLogMod   = "logmod/"   // logmod/{account}\x00{model}\x00{ts:12}{id:8} -> key id, index value
@@ -79,6 +79,11 @@ const (
 	pOrderAcct = "orderacct/" // orderacct/{account}\x00{ts:12}{order}  -> empty: an account's orders by time
 	pOrderAll  = "orderall/"  // orderall/{ts:12}{order}                -> empty: every order by time
 	pOrderRef  = "orderref/"  // orderref/{session or payment id}       -> order id
+)
+
+// The books: every money move, append-only (books.go).
+const (
+	pBook = "book/" // book/{seq:8} -> book entry: the move of journal record seq
 )
 
 const sep = 0x00
@@ -196,5 +201,20 @@ var logDimsKey = []byte(pMeta + "logdims")
 
 // taskCollKey marks a store whose tasks are indexed by collection.
 var taskCollDoneKey = []byte(pMeta + "taskcoll")
+
+// runKey names the run (an open of the store) that placed the holds the
+// write-ahead journal may still hold; booksKey marks a store that keeps
+// the books, carryKey counts the carry entries written while it starts
+// keeping them (books.go).
+var (
+	runKey   = []byte(pMeta + "run")
+	booksKey = []byte(pMeta + "books")
+	carryKey = []byte(pMeta + "bookcarry")
+)
+
+func bookKey(seq uint64) []byte {
+	b := make([]byte, 0, len(pBook)+8)
+	return binary.BigEndian.AppendUint64(append(b, pBook...), seq)
+}
 
 func encodeSeq(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }

@@ -96,6 +96,11 @@ type entry struct {
 	taskBody  []byte
 	order     *store.Order // kindOrder: the order written, and its JSON
 	orderVal  []byte
+	// What the move's book entry names beside the fields above
+	// (books.go): the request and task of a settlement's row or of a
+	// hold, the run that placed a hold, and when the move was made.
+	causeReq, causeTask, owner string
+	at                         time.Time
 }
 
 func newBooks(delay time.Duration) *books {
@@ -235,7 +240,8 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	}
 	defer s.mu.RUnlock()
 	val := encodeHold(&h)
-	e := &entry{kind: kindHold, account: h.AccountID, amount: h.Amount, holdID: h.ID, holdVal: val}
+	e := &entry{kind: kindHold, account: h.AccountID, amount: h.Amount, holdID: h.ID, holdVal: val,
+		causeTask: h.TaskID, owner: s.run, at: h.SubmittedAt}
 	b := s.books
 	w, err := s.lockWallet(h.AccountID)
 	if err == nil && h.SpendCap != nil {
@@ -375,6 +381,7 @@ func moved(w store.Wallet, dBalance, dHeld money.Nano) (store.Wallet, error) {
 // settleKeys prepares a settlement's index value and keys; the row id in
 // the keys is filled in by setRowID.
 func settleKeys(e *entry, r *store.LogRow) {
+	e.causeReq, e.causeTask, e.at = r.RequestID, r.TaskID, r.CreatedAt
 	e.idxVal = encodeIndex(make([]byte, 0, 16+len(r.Status)+len(r.Model)+len(r.UnitType)+len(r.ErrorCode)), r)
 	e.idxKeys = append(e.idxKeys, appendPos(logAcctPrefix(r.AccountID), r.CreatedAt, 0))
 	if r.KeyID != "" {
@@ -469,7 +476,7 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 	case err == nil:
 		err = store.ErrExists
 	case errors.Is(err, store.ErrNotFound):
-		err = s.ledgerEntry(e, note, "")
+		err = s.ledgerEntry(e, note, "", store.CauseOf(ctx))
 	}
 	if err == nil {
 		p := enc{make([]byte, 0, 32+len(e.acctVal)+len(e.ledger))}
@@ -527,7 +534,7 @@ func (s *Store) credit(ctx context.Context, e *entry, note string, check func() 
 		if e.order != nil {
 			orderID = e.order.ID
 		}
-		err = s.ledgerEntry(e, note, orderID)
+		err = s.ledgerEntry(e, note, orderID, store.CauseOf(ctx))
 	}
 	if err == nil {
 		p := enc{make([]byte, 0, 48+len(e.account)+len(e.ledger)+len(e.orderVal))}
@@ -556,9 +563,9 @@ func (s *Store) credit(ctx context.Context, e *entry, note string, check func() 
 	return out, s.catchUp(ctx, e.seq)
 }
 
-// ledgerEntry numbers and encodes the ledger entry of a credit; none for
-// an opening credit of 0.
-func (s *Store) ledgerEntry(e *entry, note, orderID string) error {
+// ledgerEntry numbers and encodes the ledger entry of a credit, with its
+// cause; none for an opening credit of 0.
+func (s *Store) ledgerEntry(e *entry, note, orderID string, c store.Cause) error {
 	if e.kind == kindAccount && e.amount == 0 {
 		return nil
 	}
@@ -566,7 +573,8 @@ func (s *Store) ledgerEntry(e *entry, note, orderID string) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(store.LedgerEntry{ID: id, AccountID: e.account, Amount: e.amount, Note: note, OrderID: orderID, CreatedAt: time.Now().UTC()})
+	v, err := json.Marshal(store.LedgerEntry{ID: id, AccountID: e.account, Amount: e.amount, Note: note, OrderID: orderID,
+		AdminToken: c.AdminToken, UserID: c.UserID, CreatedAt: time.Now().UTC()})
 	e.ledgID, e.ledger = id, v
 	return err
 }
@@ -780,6 +788,8 @@ func (s *Store) commitEntries(es []*entry) error {
 		return &w, nil
 	}
 	keyUse := map[string]money.Nano{}
+	// The book entries' keys and values share one buffer per batch.
+	arena := make([]byte, 0, len(es)*bookEntrySize)
 	for _, e := range es {
 		var err error
 		switch e.kind {
@@ -817,6 +827,9 @@ func (s *Store) commitEntries(es []*entry) error {
 			}
 		default:
 			err = fmt.Errorf("badgerstore: unknown journal record kind %q", e.kind)
+		}
+		if err == nil {
+			arena, err = writeBook(txn, e, arena)
 		}
 		if err != nil {
 			return err
@@ -900,7 +913,8 @@ func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
 }
 
 // replay turns journal records back into moves.
-func replayEntry(r record) (*entry, error) {
+// run is the run that journaled them (its holds' owner).
+func replayEntry(r record, run string) (*entry, error) {
 	d := dec{s: string(r.payload)}
 	e := &entry{seq: r.seq, kind: r.kind}
 	switch r.kind {
@@ -910,6 +924,7 @@ func replayEntry(r record) (*entry, error) {
 			return nil, err
 		}
 		e.account, e.amount, e.holdID, e.holdVal = h.AccountID, h.Amount, h.ID, r.payload
+		e.causeTask, e.owner, e.at = h.TaskID, run, h.SubmittedAt
 		return e, nil
 	case kindSettle, kindFinish:
 		e.holdID, e.account, e.keyID = d.str(), d.str(), d.str()

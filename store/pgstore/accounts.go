@@ -86,7 +86,7 @@ func (s *Store) ListLedger(ctx context.Context, accountID string) ([]store.Ledge
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, account_id, amount, note, order_id, created_at FROM ledger
+	rows, err := s.pool.Query(ctx, `SELECT id, account_id, amount, note, order_id, admin_token, user_id, created_at FROM ledger
 		WHERE account_id = $1 ORDER BY id`, txt(accountID))
 	if err != nil {
 		return nil, s.fail(err)
@@ -94,7 +94,7 @@ func (s *Store) ListLedger(ctx context.Context, accountID string) ([]store.Ledge
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.LedgerEntry, error) {
 		var e store.LedgerEntry
 		var id, created int64
-		err := r.Scan(&id, &e.AccountID, (*int64)(&e.Amount), &e.Note, &e.OrderID, &created)
+		err := r.Scan(&id, &e.AccountID, (*int64)(&e.Amount), &e.Note, &e.OrderID, &e.AdminToken, &e.UserID, &created)
 		e.ID, e.CreatedAt = uint64(id), fromNS(created)
 		return e, err
 	})

@@ -45,6 +45,17 @@ func logInsertArgs(from int) string {
 	return strings.Join(parts, ", ")
 }
 
+// logArg is the parameter of one row column when the row's columns start
+// at parameter from.
+func logArg(name string, from int) string {
+	for i, c := range logCols {
+		if c.name == name {
+			return "$" + strconv.Itoa(from+i) + "::" + c.typ
+		}
+	}
+	panic("pgstore: no log column " + name)
+}
+
 // logArgs are a row's values in logCols order.
 func logArgs(r *store.LogRow) []any {
 	var attempts, tech []byte

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,7 @@ import (
 // statement then fails whole and nothing changes.
 
 // CreateAccount writes the account, its wallet and the opening ledger
-// entry in one statement.
+// entry with its book entry, in one statement.
 func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredit money.Nano, note string) error {
 	if err := checkID("account", a.ID); err != nil {
 		return err
@@ -29,17 +30,22 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account, initialCredi
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
+	c := store.CauseOf(ctx)
 	_, err := s.pool.Exec(ctx, `
 		WITH a AS (
 			INSERT INTO accounts (id, name, status, created_at, rpm, concurrency)
 			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
 		), w AS (
 			INSERT INTO wallets (account_id, balance, held) SELECT id, $7, 0 FROM a
+		), l AS (
+			INSERT INTO ledger (account_id, amount, note, created_at, admin_token, user_id)
+			SELECT id, $7, $8, $9, $10, $11 FROM a WHERE $7 <> 0
+			RETURNING id, account_id
 		)
-		INSERT INTO ledger (account_id, amount, note, created_at)
-		SELECT id, $7, $8, $9 FROM a WHERE $7 <> 0`,
+		INSERT INTO book (kind, account_id, amount, ledger_id, note, admin_token, user_id, created_at)
+		SELECT 'credit', account_id, $7, id, $8, $10, $11, $9 FROM l`,
 		a.ID, txt(a.Name), txt(a.Status), ns(a.CreatedAt), a.RPM, a.Concurrency,
-		int64(initialCredit), txt(note), ns(time.Now()))
+		int64(initialCredit), txt(note), ns(time.Now()), txt(c.AdminToken), txt(c.UserID))
 	return s.fail(err)
 }
 
@@ -59,13 +65,18 @@ func (s *Store) GetWallet(ctx context.Context, accountID string) (store.Wallet, 
 
 // creditSQL is the wallet's one credit path, an operator's credit or a
 // top-up's: w adds $2 to the balance of the account src names, l writes
-// its ledger entry ($3 note, $4 time) naming src's order (” for none).
+// its ledger entry ($3 note, $4 time) naming src's order (” for none)
+// and cause (src's admin_token and user_id), b its book entry.
 const creditSQL = `w AS (
 		UPDATE wallets SET balance = balance + $2 FROM src WHERE wallets.account_id = src.account_id
 		RETURNING balance, held
 	), l AS (
-		INSERT INTO ledger (account_id, amount, note, created_at, order_id)
-		SELECT src.account_id, $2, $3, $4, src.order_id FROM src, w
+		INSERT INTO ledger (account_id, amount, note, created_at, order_id, admin_token, user_id)
+		SELECT src.account_id, $2, $3, $4, src.order_id, src.admin_token, src.user_id FROM src, w
+		RETURNING id, account_id, order_id, admin_token, user_id
+	), b AS (
+		INSERT INTO book (kind, account_id, amount, ledger_id, order_id, admin_token, user_id, note, created_at)
+		SELECT 'credit', account_id, $2, id, order_id, admin_token, user_id, $3, $4 FROM l
 	)`
 
 // Credit adds amount (negative for a correction) to the balance, with its
@@ -81,10 +92,11 @@ func (s *Store) Credit(ctx context.Context, accountID string, amount money.Nano,
 		return store.Wallet{}, err
 	}
 	w := store.Wallet{AccountID: accountID}
+	c := store.CauseOf(ctx)
 	err := s.pool.QueryRow(ctx, `
-		WITH src AS (SELECT $1::text AS account_id, ''::text AS order_id), `+creditSQL+`
+		WITH src AS (SELECT $1::text AS account_id, ''::text AS order_id, $5::text AS admin_token, $6::text AS user_id), `+creditSQL+`
 		SELECT balance, held FROM w`,
-		accountID, int64(amount), txt(note), ns(time.Now())).Scan((*int64)(&w.Balance), (*int64)(&w.Held))
+		accountID, int64(amount), txt(note), ns(time.Now()), txt(c.AdminToken), txt(c.UserID)).Scan((*int64)(&w.Balance), (*int64)(&w.Held))
 	return w, s.fail(err)
 }
 
@@ -115,6 +127,8 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 			INSERT INTO holds (id, account_id, key_id, key_name, key_prefix, model, unit_type, amount,
 			                   submitted_at, task_id, owner)
 			SELECT $3, $1, $4, $5, $6, $7, $8, $2, $9, $10, $11 FROM w
+		), b AS (
+			`+holdBookSQL+` FROM w
 		)
 		SELECT balance, held FROM w`,
 		h.AccountID, int64(h.Amount), h.ID, txt(h.KeyID), txt(h.KeyName), txt(h.KeyPrefix), txt(h.Model),
@@ -126,6 +140,12 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 	s.doubt(h.ID, err)
 	return w, err
 }
+
+// holdBookSQL writes a hold's book entry from PlaceHold's parameters ($1
+// account, $2 amount, $3 hold, $9 submitted, $10 task, $11 instance);
+// its FROM clause follows.
+const holdBookSQL = `INSERT INTO book (kind, account_id, amount, hold_id, request_id, task_id, owner, created_at)
+	SELECT 'hold', $1::text, $2::bigint, $3::text, $3::text, $10::text, $11::text, $9::bigint`
 
 // reserveSQL is the wallet's guarded update: held grows by $2 only if the
 // available balance covers it and this instance's lease ($3) runs.
@@ -157,14 +177,19 @@ func (s *Store) placeCapped(ctx context.Context, h store.Hold) (store.Wallet, er
 			return err
 		}
 		var placed bool
-		err = tx.QueryRow(ctx, `INSERT INTO holds (id, account_id, key_id, key_name, key_prefix, model, unit_type, amount,
-				submitted_at, task_id, owner)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8::bigint, $9, $10, $11
-			WHERE $12::numeric - coalesce((SELECT total FROM key_usage WHERE key_id = $3::text), 0)
-			      - coalesce((SELECT sum(amount) FROM holds WHERE key_id = $3::text), 0) >= $8::bigint
-			RETURNING true`,
-			h.ID, h.AccountID, txt(h.KeyID), txt(h.KeyName), txt(h.KeyPrefix), txt(h.Model), txt(h.UnitType),
-			int64(h.Amount), ns(h.SubmittedAt), txt(h.TaskID), s.instance, int64(*h.SpendCap)).Scan(&placed)
+		err = tx.QueryRow(ctx, `WITH h AS (
+				INSERT INTO holds (id, account_id, key_id, key_name, key_prefix, model, unit_type, amount,
+					submitted_at, task_id, owner)
+				SELECT $3, $1, $4, $5, $6, $7, $8, $2::bigint, $9, $10, $11
+				WHERE $12::numeric - coalesce((SELECT total FROM key_usage WHERE key_id = $4::text), 0)
+				      - coalesce((SELECT sum(amount) FROM holds WHERE key_id = $4::text), 0) >= $2::bigint
+				RETURNING true AS placed
+			), b AS (
+				`+holdBookSQL+` FROM h
+			)
+			SELECT placed FROM h`,
+			h.AccountID, int64(h.Amount), h.ID, txt(h.KeyID), txt(h.KeyName), txt(h.KeyPrefix), txt(h.Model),
+			txt(h.UnitType), ns(h.SubmittedAt), txt(h.TaskID), s.instance, int64(*h.SpendCap)).Scan(&placed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			refused = store.ErrSpendCap
 			return errRollback
@@ -206,17 +231,22 @@ func (s *Store) holdRefused(ctx context.Context, account string) error {
 
 // settleSQL settles a hold in one statement: the hold row is deleted (the
 // compare-and-set: a second settlement deletes nothing and so changes
-// nothing), the row written, the wallet charged and released and the key's
-// usage added. The wallet and key updates are not read by the final
-// SELECT, so they run last: the account's row is locked only for them and
-// the commit, not for the row's insert into its indexes. $1 hold, $2
-// charge, then the row's columns from $3.
+// nothing), the row written with the settlement's book entry, the wallet
+// charged and released and the key's usage added. The wallet and key
+// updates are not read by the final SELECT, so they run last: the
+// account's row is locked only for them and the commit, not for the row's
+// insert into its indexes. $1 hold, $2 charge, then the row's columns
+// from $3, then the entry's kind (settle, refund).
 var settleSQL = `
 	WITH h AS (
 		DELETE FROM holds WHERE id = $1 AND account_id = $3 RETURNING amount, key_id
 	), r AS (
 		INSERT INTO logs (` + logInsertCols + `)
 		SELECT ` + logInsertArgs(3) + ` FROM h RETURNING id
+	), b AS (
+		INSERT INTO book (kind, account_id, amount, charge, hold_id, request_id, task_id, log_id, created_at)
+		SELECT $` + strconv.Itoa(3+len(logCols)) + `::text, $3, h.amount, $2, $1, ` +
+	logArg("request_id", 3) + `, ` + logArg("task_id", 3) + `, r.id, ` + logArg("created_at", 3) + ` FROM h, r
 	), w AS (
 		UPDATE wallets SET balance = balance - $2, held = held - h.amount
 		FROM h WHERE wallets.account_id = $3
@@ -241,7 +271,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	id, err := s.settle(ctx, s.pool, st)
+	id, err := s.settle(ctx, s.pool, st, false)
 	if err != nil {
 		return err
 	}
@@ -272,8 +302,8 @@ type querier interface {
 }
 
 // settle applies st through q and returns the row's id; ErrNotFound when
-// the hold is gone.
-func (s *Store) settle(ctx context.Context, q querier, st store.Settlement) (uint64, error) {
+// the hold is gone. ends: the settlement ends a task (FinishTask).
+func (s *Store) settle(ctx context.Context, q querier, st store.Settlement, ends bool) (uint64, error) {
 	var id int64
 	var err error
 	if st.HoldID == "" {
@@ -282,7 +312,11 @@ func (s *Store) settle(ctx context.Context, q querier, st store.Settlement) (uin
 		if !validID(st.HoldID) {
 			return 0, store.ErrNotFound
 		}
-		args := append([]any{st.HoldID, int64(st.Charge)}, logArgs(st.Row)...)
+		kind := store.EntrySettle
+		if ends && st.Charge == 0 {
+			kind = store.EntryRefund
+		}
+		args := append(append([]any{st.HoldID, int64(st.Charge)}, logArgs(st.Row)...), kind)
 		err = q.QueryRow(ctx, settleSQL, args...).Scan(&id)
 	}
 	if err != nil {

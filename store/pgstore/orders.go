@@ -62,6 +62,7 @@ func (s *Store) UpdateOrder(ctx context.Context, next *store.Order, credit money
 	if err != nil {
 		return err
 	}
+	c := store.CauseOf(ctx)
 	var n int
 	err = s.pool.QueryRow(ctx, `
 		WITH o AS (
@@ -69,11 +70,12 @@ func (s *Store) UpdateOrder(ctx context.Context, next *store.Order, credit money
 			WHERE id = $10 AND account_id = $1 AND version = $11
 			RETURNING account_id, id
 		), src AS (
-			SELECT account_id, id AS order_id FROM o WHERE $2::bigint <> 0
+			SELECT account_id, id AS order_id, $12::text AS admin_token, $13::text AS user_id FROM o WHERE $2::bigint <> 0
 		), `+creditSQL+`
 		SELECT count(*) FROM o`,
 		o.AccountID, int64(credit), txt(note), ns(time.Now()),
-		o.Status, txt(o.SessionID), txt(o.PaymentID), o.Version, string(v), o.ID, next.Version).Scan(&n)
+		o.Status, txt(o.SessionID), txt(o.PaymentID), o.Version, string(v), o.ID, next.Version,
+		txt(c.AdminToken), txt(c.UserID)).Scan(&n)
 	if err != nil {
 		return s.fail(err)
 	}

@@ -309,7 +309,7 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 		if n == 0 {
 			return store.ErrLeaseLost
 		}
-		id, err = s.settle(ctx, tx, st)
+		id, err = s.settle(ctx, tx, st, true)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.ErrLeaseLost
 		}

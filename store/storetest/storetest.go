@@ -21,18 +21,20 @@ import (
 // subtests close it themselves). A backend written role by role may run
 // the role suites one at a time.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	t.Run("accounts", func(t *testing.T) { RunAccounts(t, open) })
-	t.Run("wallets", func(t *testing.T) { RunWallets(t, open) })
+	// The money roles' tests end with an audit of the books they made.
+	withAudit := audited(open)
+	t.Run("accounts", func(t *testing.T) { RunAccounts(t, withAudit) })
+	t.Run("wallets", func(t *testing.T) { RunWallets(t, withAudit) })
 	t.Run("keys", func(t *testing.T) { RunKeys(t, open) })
 	t.Run("logs", func(t *testing.T) { RunLogs(t, open) })
 	t.Run("idempotency", func(t *testing.T) { RunIdempotency(t, open) })
 	t.Run("models", func(t *testing.T) { RunModels(t, open) })
-	t.Run("tasks", func(t *testing.T) { RunTasks(t, open) })
+	t.Run("tasks", func(t *testing.T) { RunTasks(t, withAudit) })
 	t.Run("knowledge bases", func(t *testing.T) { RunKnowledgeBases(t, open) })
-	t.Run("agents", func(t *testing.T) { RunAgents(t, open) })
+	t.Run("agents", func(t *testing.T) { RunAgents(t, withAudit) })
 	t.Run("users", func(t *testing.T) { RunUsers(t, open) })
 	t.Run("sessions", func(t *testing.T) { RunSessions(t, open) })
-	t.Run("orders", func(t *testing.T) { RunOrders(t, open) })
+	t.Run("orders", func(t *testing.T) { RunOrders(t, withAudit) })
 	t.Run("cancelled context", func(t *testing.T) { t.Parallel(); testCancelled(t, open(t)) })
 	t.Run("closed", func(t *testing.T) { t.Parallel(); testClosed(t, open(t)) })
 }

@@ -1,0 +1,223 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tollgate-gw/tollgate/store"
+)
+
+// The books (migrations/0007_books.sql) are read for an audit in one
+// REPEATABLE READ, READ ONLY transaction: every query sees the database
+// as of its first, while every instance goes on writing.
+
+// AuditView implements store.Books.
+func (s *Store) AuditView(ctx context.Context) (store.BooksView, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	v, err := openView(ctx, s.pool)
+	return v, s.fail(err)
+}
+
+// BooksReader reads the books of a database without joining it as an
+// instance (no lease, no migration): `tollgate audit` against a database.
+type BooksReader struct{ pool *pgxpool.Pool }
+
+// OpenBooks connects to the database at url, whose schema must have the
+// books.
+func OpenBooks(ctx context.Context, url string) (*BooksReader, error) {
+	pool, err := connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &BooksReader{pool: pool}, nil
+}
+
+// AuditView implements store.Books.
+func (b *BooksReader) AuditView(ctx context.Context) (store.BooksView, error) {
+	return openView(ctx, b.pool)
+}
+
+// Close closes the connections.
+func (b *BooksReader) Close() error {
+	b.pool.Close()
+	return nil
+}
+
+type booksView struct {
+	tx      pgx.Tx
+	live    map[string]bool
+	at      time.Time
+	cursors int
+}
+
+func openView(ctx context.Context, pool *pgxpool.Pool) (*booksView, error) {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	v := &booksView{tx: tx, live: map[string]bool{}}
+	// The snapshot is taken by the transaction's first statement: this
+	// one, whose now() is the transaction's start.
+	var at time.Time
+	err = tx.QueryRow(ctx, `SELECT now()`).Scan(&at)
+	if err == nil {
+		v.at = at.UTC()
+		var ids []string
+		rows, qerr := tx.Query(ctx, `SELECT id FROM instances WHERE lease_until > now()`)
+		if err = qerr; err == nil {
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		for _, id := range ids {
+			v.live[id] = true
+		}
+	}
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return v, nil
+}
+
+func (v *booksView) At() time.Time          { return v.at }
+func (v *booksView) Live(owner string) bool { return v.live[owner] }
+
+func (v *booksView) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := v.tx.Rollback(ctx)
+	if err == pgx.ErrTxClosed {
+		return nil
+	}
+	return err
+}
+
+// query yields what scan makes of each row of sql, read through a cursor
+// a batch at a time: the view's sequences share one connection, and one
+// may be walked while another waits (the audit walks rows and
+// settlements side by side), so no batch stays open while it is yielded.
+func query[T any](ctx context.Context, v *booksView, sql string, scan func(pgx.Rows) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		v.cursors++
+		name := "audit_" + strconv.Itoa(v.cursors)
+		if _, err := v.tx.Exec(ctx, `DECLARE `+name+` NO SCROLL CURSOR FOR `+sql); err != nil {
+			yield(zero, err)
+			return
+		}
+		defer func() { _, _ = v.tx.Exec(context.WithoutCancel(ctx), `CLOSE `+name) }()
+		const batch = 4096
+		buf := make([]T, 0, batch)
+		for {
+			rows, err := v.tx.Query(ctx, `FETCH `+strconv.Itoa(batch)+` FROM `+name)
+			if err == nil {
+				buf, err = collect(rows, buf[:0], scan)
+			}
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for _, x := range buf {
+				if !yield(x, nil) {
+					return
+				}
+			}
+			if len(buf) < batch {
+				return
+			}
+		}
+	}
+}
+
+func collect[T any](rows pgx.Rows, buf []T, scan func(pgx.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	for rows.Next() {
+		x, err := scan(rows)
+		if err != nil {
+			return buf, err
+		}
+		buf = append(buf, x)
+	}
+	return buf, rows.Err()
+}
+
+const bookCols = `seq, kind, account_id, amount, charge, hold_id, request_id, task_id, order_id, admin_token,
+	user_id, ledger_id, log_id, owner, note, created_at`
+
+func scanBook(r pgx.Rows) (store.BookEntry, error) {
+	var x store.BookEntry
+	var seq, ledger, logID, at int64
+	err := r.Scan(&seq, &x.Kind, &x.AccountID, (*int64)(&x.Amount), (*int64)(&x.Charge), &x.HoldID, &x.RequestID,
+		&x.TaskID, &x.OrderID, &x.AdminToken, &x.UserID, &ledger, &logID, &x.Owner, &x.Note, &at)
+	x.Seq, x.LedgerID, x.LogID, x.At = uint64(seq), uint64(ledger), uint64(logID), fromNS(at)
+	return x, err
+}
+
+func (v *booksView) Entries(ctx context.Context) iter.Seq2[store.BookEntry, error] {
+	return query(ctx, v, `SELECT `+bookCols+` FROM book ORDER BY seq`, scanBook)
+}
+
+func (v *booksView) Settlements(ctx context.Context) iter.Seq2[store.BookEntry, error] {
+	return query(ctx, v, `SELECT `+bookCols+` FROM book WHERE kind IN ('settle', 'refund') ORDER BY log_id, seq`, scanBook)
+}
+
+func (v *booksView) Wallets(ctx context.Context) iter.Seq2[store.Wallet, error] {
+	return query(ctx, v, `SELECT account_id, balance, held FROM wallets ORDER BY account_id`, func(r pgx.Rows) (store.Wallet, error) {
+		var w store.Wallet
+		err := r.Scan(&w.AccountID, (*int64)(&w.Balance), (*int64)(&w.Held))
+		return w, err
+	})
+}
+
+func (v *booksView) Holds(ctx context.Context) iter.Seq2[store.HoldRecord, error] {
+	return query(ctx, v, `SELECT id, account_id, task_id, amount FROM holds`, func(r pgx.Rows) (store.HoldRecord, error) {
+		var h store.HoldRecord
+		err := r.Scan(&h.ID, &h.AccountID, &h.TaskID, (*int64)(&h.Amount))
+		return h, err
+	})
+}
+
+func (v *booksView) Tasks(ctx context.Context) iter.Seq2[store.TaskBrief, error] {
+	return query(ctx, v, `SELECT id, account_id, status, coalesce(head->>'hold_id', ''), coalesce(head->>'completed_at', '')
+		FROM tasks`, func(r pgx.Rows) (store.TaskBrief, error) {
+		var t store.TaskBrief
+		var done string
+		if err := r.Scan(&t.ID, &t.AccountID, &t.Status, &t.HoldID, &done); err != nil {
+			return t, err
+		}
+		if done != "" {
+			at, err := time.Parse(time.RFC3339Nano, done)
+			if err != nil {
+				return t, fmt.Errorf("task %s: completed_at %q: %w", t.ID, done, err)
+			}
+			t.CompletedAt = at
+		}
+		return t, nil
+	})
+}
+
+func (v *booksView) Rows(ctx context.Context) iter.Seq2[store.RowBrief, error] {
+	return query(ctx, v, `SELECT id, account_id, request_id, task_id, cost FROM logs ORDER BY id`, func(r pgx.Rows) (store.RowBrief, error) {
+		var x store.RowBrief
+		var id int64
+		err := r.Scan(&id, &x.AccountID, &x.RequestID, &x.TaskID, (*int64)(&x.Cost))
+		x.ID = uint64(id)
+		return x, err
+	})
+}
+
+var (
+	_ store.Books = (*Store)(nil)
+	_ store.Books = (*BooksReader)(nil)
+)
