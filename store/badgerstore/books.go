@@ -414,8 +414,8 @@ func rowBrief(v []byte) (store.RowBrief, error) {
 		return r, errCorrupt
 	}
 	r.AccountID = string(b.str())
-	b.skipTime() // created
-	b.skipTime() // submitted
+	b.skipTime()  // created
+	b.skipTime()  // submitted
 	for range 7 { // key id, key name, key prefix, model, status, error code, error message
 		b.str()
 	}

@@ -242,7 +242,9 @@ var tamperCases = []struct {
 	want       func(*scenario) audit.Violation
 }{
 	{audit.RuleBalance, "a credit's amount edited",
-		func(x Tamperer, b *scenario) { x.EditEntry(b.credit.Seq, func(e *store.BookEntry) { e.Amount = cr(6) }) },
+		func(x Tamperer, b *scenario) {
+			x.EditEntry(b.credit.Seq, func(e *store.BookEntry) { e.Amount = cr(6) })
+		},
 		func(b *scenario) audit.Violation { return audit.Violation{AccountID: "a"} }},
 	{audit.RuleBalance, "the wallet's balance edited",
 		func(x Tamperer, b *scenario) { x.SetWallet("a", cr(1000), cr(9)) },
