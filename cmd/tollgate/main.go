@@ -1,7 +1,8 @@
 // Command tollgate is the gateway: `tollgate serve` runs it, `tollgate admin`
 // manages accounts and keys, `tollgate config check` validates a config,
 // `tollgate kb` imports knowledge bases, `tollgate migrate` migrates a
-// postgres store's schema, `tollgate version` says which build this is.
+// postgres store's schema, `tollgate audit` proves the books, `tollgate
+// version` says which build this is.
 package main
 
 import (
@@ -61,6 +62,7 @@ func newApp(stages *pipeline.Registry) *cli.App {
 			kbCommand(),
 			configCommand(stages),
 			migrateCommand(),
+			auditCommand(),
 			completionCommand(),
 			{
 				Name:      "version",

@@ -5,11 +5,13 @@ package admin
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/protocol"
 	"github.com/tollgate-gw/tollgate/core/routes"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/audit"
 )
 
 // Service does the admin operations; the HTTP handler and the first-start
@@ -173,15 +176,25 @@ type Handler struct {
 	svc   *Service
 	store store.Store
 	token string
+	// cause names the token in the money moves its calls make.
+	cause store.Cause
 	log   hclog.Logger
 	mux   *routes.Mux
 	fails *throttle
 }
 
+// TokenID names an admin token in the books (never the token itself):
+// admtok_ and the first 12 hex digits of its SHA-256.
+func TokenID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "admtok_" + hex.EncodeToString(sum[:6])
+}
+
 // NewHandler returns the admin API. token must not be empty.
 func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger) *Handler {
 	log := logger.Named("admin")
-	h := &Handler{svc: svc, store: st, token: token, log: log, mux: routes.New(), fails: newThrottle(svc.now, log)}
+	h := &Handler{svc: svc, store: st, token: token, cause: store.Cause{AdminToken: TokenID(token)},
+		log: log, mux: routes.New(), fails: newThrottle(svc.now, log)}
 	m := h.mux
 	m.HandleFunc("POST /admin/v1/accounts", h.createAccount)
 	m.HandleFunc("GET /admin/v1/accounts", h.listAccounts)
@@ -194,6 +207,7 @@ func NewHandler(svc *Service, st store.Store, token string, logger hclog.Logger)
 	m.HandleFunc("GET /admin/v1/keys/{id}/reveal", h.reveal)
 	m.HandleFunc("PATCH /admin/v1/keys/{id}", h.patchKey)
 	m.HandleFunc("DELETE /admin/v1/keys/{id}", h.deleteKey)
+	m.HandleFunc("GET /admin/v1/audit", h.audit)
 	h.agentRoutes()
 	return h
 }
@@ -230,6 +244,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, apierr.Newf(apierr.NotFound, "no admin route for %s %s (the routes are listed in docs/reference.md)", r.Method, r.URL.Path))
 		return
 	}
+	r = r.WithContext(store.WithCause(r.Context(), h.cause))
 	h.mux.ServeHTTP(routed{w, r}, r)
 }
 
@@ -472,6 +487,29 @@ func (h *Handler) credit(w http.ResponseWriter, r *http.Request) {
 		"object": "wallet", "account_id": wallet.AccountID, "balance": wallet.Balance,
 		"held": wallet.Held, "available": wallet.Available(),
 	})
+}
+
+// audit proves the books in one snapshot, while the gateway serves: the
+// report, violations and all; its ok says whether every rule holds.
+func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
+	o := audit.Options{}
+	if v := r.URL.Query().Get("max"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fail(w, apierr.Newf(apierr.InvalidRequest, "max must be a whole number of violations to list, 1 or more; got %q", v))
+			return
+		}
+		o.Max = n
+	}
+	rep, err := audit.Run(r.Context(), h.store, o)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if !rep.OK {
+		h.log.Error("an audit asked through the admin API found violations", "violations", rep.Count)
+	}
+	reply(w, http.StatusOK, rep)
 }
 
 // keyBody is the JSON of a key create or patch. allowed_models null means

@@ -31,6 +31,8 @@ type Config struct {
 	Billing Billing
 	// Telemetry is the `telemetry {}` block: OpenTelemetry traces.
 	Telemetry Telemetry
+	// Audit is the `audit {}` block: the periodic audit of the books.
+	Audit Audit
 	// Disabled names the channels written with `enabled = false`: checked
 	// like any other, then left out of Channels, so no plugin starts for
 	// them and no call reaches them.
@@ -439,6 +441,18 @@ type Caps struct {
 	Reasoning bool
 	Vision    bool
 }
+
+// Audit is the `audit {}` block: the gateway audits its store's books
+// (store/audit) every Every, in a snapshot that pauses no call, and shows
+// the result on /metrics and in its log. 0, the default, runs none
+// (`tollgate audit` and GET /admin/v1/audit still do).
+type Audit struct {
+	Every time.Duration
+}
+
+// MinAuditEvery is the shortest audit period that draws no warning: an
+// audit reads every entry and row of the books.
+const MinAuditEvery = time.Minute
 
 // Limits is the `limits {}` block: account-wide request limits.
 type Limits struct {

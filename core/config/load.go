@@ -203,6 +203,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "billing"},
 	{Type: "knowledge_base", LabelNames: []string{"id"}},
 	{Type: "telemetry"},
+	{Type: "audit"},
 }}
 
 func (d *decoder) file(body hcl.Body) *Config {
@@ -218,7 +219,7 @@ func (d *decoder) file(body hcl.Body) *Config {
 	for _, b := range content.Blocks {
 		byType[b.Type] = append(byType[b.Type], b)
 	}
-	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "console", "billing", "telemetry"} {
+	for _, typ := range []string{"server", "store", "limits", "pipeline", "accounts", "console", "billing", "telemetry", "audit"} {
 		blocks := byType[typ]
 		for _, extra := range blocks[min(1, len(blocks)):] {
 			d.errorf(extra.DefRange, "", "duplicate %s block (the first is at %s)", typ, at(blocks[0].DefRange))
@@ -247,6 +248,9 @@ func (d *decoder) file(body hcl.Body) *Config {
 	}
 	if b := first(byType["telemetry"]); b != nil {
 		d.telemetry(b, &cfg.Telemetry)
+	}
+	if b := first(byType["audit"]); b != nil {
+		d.audit(b, &cfg.Audit)
 	}
 
 	seen := map[string]hcl.Range{}
@@ -580,6 +584,15 @@ func checkPostgresURL(raw string) string {
 		return "the URL names no host; want postgres://USER:PASSWORD@HOST:PORT/DATABASE"
 	}
 	return ""
+}
+
+var auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "every", Required: true}}}
+
+func (d *decoder) audit(b *hcl.Block, a *Audit) {
+	const where = "audit"
+	c := d.content(b.Body, auditSchema, where)
+	d.mark(Ref{Kind: "audit"}, b.DefRange, c)
+	d.duration(c.Attributes["every"], where, &a.Every)
 }
 
 var limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "rpm"}, {Name: "concurrency"}}}
@@ -1216,6 +1229,9 @@ func (d *decoder) warnings(cfg *Config) hcl.Diagnostics {
 	}
 	if t := cfg.Server.AdminToken; t != "" && len(t) < minAdminToken {
 		warn(Ref{Kind: "server", Attr: "admin_token"}, "admin_token is %d characters; whoever guesses it controls every account and key: use %d or more random characters (or leave it out and one is generated)", len(t), 2*minAdminToken)
+	}
+	if e := cfg.Audit.Every; e > 0 && e < MinAuditEvery {
+		warn(Ref{Kind: "audit", Attr: "every"}, "%s is short: each audit reads every entry and row of the books (a few seconds of a core per million rows); once an hour is usual", e)
 	}
 	for _, m := range cfg.Models {
 		ref := Ref{Kind: "model", Name: m.ID}

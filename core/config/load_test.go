@@ -340,6 +340,25 @@ channel "c" {
 			},
 		},
 		{
+			desc: "audit",
+			src:  `audit { every = "1h" }`,
+			check: func(t *testing.T, c *Config) {
+				if c.Audit.Every != time.Hour || len(c.Warnings()) != 0 {
+					t.Errorf("audit = %+v, warnings %v", c.Audit, c.Warnings())
+				}
+			},
+		},
+		{
+			desc: "a short audit period loads with a warning",
+			src:  `audit { every = "10s" }`,
+			check: func(t *testing.T, c *Config) {
+				w := c.Warnings()
+				if c.Audit.Every != 10*time.Second || len(w) != 1 || !strings.Contains(w[0], "audit: every: 10s is short") {
+					t.Errorf("audit = %+v, warnings %q", c.Audit, w)
+				}
+			},
+		},
+		{
 			desc: "pipeline stages keep their order",
 			src:  `pipeline { stages = ["auth", "redact", "allowlist"] }`,
 			check: func(t *testing.T, c *Config) {
@@ -1094,6 +1113,9 @@ channel "c" {
   url   = "postgres://tollgate:pw@db.internal:5432/tollgate?sslmode=require"
   dir   = "/var/lib/tollgate"
   lease = "20s"
+}`},
+		{desc: "audit", src: `audit {
+  every = "30m0s"
 }`},
 		{desc: "media model", src: `model "v" {
   family = "video"

@@ -95,6 +95,11 @@ func Render(c *Config) string {
 		setMap(b, "headers", tm.Headers)
 	}
 
+	if c.Audit.Every != 0 {
+		root.AppendNewline()
+		root.AppendNewBlock("audit", nil).Body().SetAttributeValue("every", cty.StringVal(c.Audit.Every.String()))
+	}
+
 	root.AppendNewline()
 	st := root.AppendNewBlock("store", []string{c.Store.Kind}).Body()
 	if c.Store.Postgres() {

@@ -45,6 +45,7 @@ import (
 	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/audit"
 	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
 
@@ -102,6 +103,7 @@ type Gateway struct {
 	logLimit *ratelimit.PerKey
 	health   *pipeline.Health
 	settles  *pipeline.SettleQueue // settlements waiting for the store
+	audits   *audit.Runner         // the periodic audit of the books (audit { every })
 	ready    readiness             // the store's last check, for /readyz
 	auth     *pipeline.Authenticator
 	admin    http.Handler
@@ -211,6 +213,9 @@ func (g *Gateway) provisionStore(ctx context.Context) error {
 		return fmt.Errorf("recover open holds: %w", err)
 	} else if n > 0 {
 		g.log.Warn("released holds left open by an earlier crash", "count", n)
+	}
+	if every := g.cfg.Audit.Every; every > 0 {
+		g.audits = audit.NewRunner(st, every, g.log.Named("audit"), g.now)
 	}
 	if sh, ok := st.(store.Shared); ok {
 		// A shared store outlives its instances: the holds of one that
@@ -425,6 +430,11 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	}
 	go g.engine.Expire(bg, sweep) // beside the files sweep
 	go g.kb.Run(bg)               // follows page changes other instances make
+	if g.audits != nil {
+		done := make(chan struct{})
+		go func() { defer close(done); g.audits.Run(bg) }()
+		defer func() { stopBG(); <-done }()
+	}
 	if cfg.Console.Enabled {
 		go g.users.Sweep(bg, time.Hour)
 	}

@@ -52,7 +52,7 @@ func (g *Gateway) provisionTelemetry(ctx context.Context) error {
 		g.log.Info("traces exported over OTLP")
 	}
 	if g.cfg.Server.MetricsListen != "" {
-		g.metrics = metrics.New(metrics.Sources{
+		src := metrics.Sources{
 			Store:   g.store,
 			Plugins: g.plugins.Stats,
 			Tasks: func(owned, ended func(family, state string, n int64)) {
@@ -62,7 +62,11 @@ func (g *Gateway) provisionTelemetry(ctx context.Context) error {
 			},
 			Breakers:    g.breakers,
 			Settlements: g.settles.Waiting,
-		}, g.log.Named("metrics"))
+		}
+		if g.audits != nil {
+			src.Audit = g.audits.Status
+		}
+		g.metrics = metrics.New(src, g.log.Named("metrics"))
 	}
 	return nil
 }

@@ -190,6 +190,7 @@ func (g *Gateway) warnRestartOnly(old, cfg *config.Config) {
 		{"telemetry", old.Telemetry, cfg.Telemetry},
 		{"accounts", old.Accounts, cfg.Accounts},
 		{"console", old.Console, cfg.Console},
+		{"audit", old.Audit, cfg.Audit},
 	} {
 		if !reflect.DeepEqual(s.was, s.now) {
 			g.log.Warn("reload: this setting changed but takes effect at the next start", "setting", s.name)

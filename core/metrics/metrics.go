@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/audit"
 )
 
 // Sources are the parts read at scrape time; each is optional.
@@ -48,6 +49,8 @@ type Sources struct {
 	// Settlements reports how many settlements wait for the store
 	// (pipeline.SettleQueue).
 	Settlements func() int
+	// Audit reports the periodic audit of the books (audit.Runner).
+	Audit func() audit.Status
 }
 
 // Metrics is the registry and the hooks that feed it.
@@ -68,6 +71,8 @@ type Metrics struct {
 	tasksDesc, endedDesc       *prometheus.Desc
 	pluginUp, pluginRestarts   *prometheus.Desc
 	breakerDesc, creditsDesc   *prometheus.Desc
+	auditRuns, auditViolations *prometheus.Desc
+	auditLast, auditTook       *prometheus.Desc
 }
 
 // Latency buckets, in seconds: a chat call takes from milliseconds (a
@@ -117,6 +122,14 @@ func New(src Sources, log hclog.Logger) *Metrics {
 			"A channel's circuit breaker: 0 closed, 1 open (taken out), 2 half-open (the next call is a probe).", []string{"channel"}, nil),
 		creditsDesc: prometheus.NewDesc("tollgate_credits_charged_total",
 			"Credits charged, by model (exact: summed in nano-credits, shown in credits).", []string{"model"}, nil),
+		auditRuns: prometheus.NewDesc("tollgate_audit_runs_total",
+			"Periodic audits of the books, by result: passed, failed (a rule broken) or error (it could not finish).", []string{"result"}, nil),
+		auditViolations: prometheus.NewDesc("tollgate_audit_violations",
+			"Violations the last finished audit of the books found, by rule (0 for each rule when it passed).", []string{"rule"}, nil),
+		auditLast: prometheus.NewDesc("tollgate_audit_last_run_timestamp_seconds",
+			"When the last periodic audit of the books ended (Unix time), whatever its result.", nil, nil),
+		auditTook: prometheus.NewDesc("tollgate_audit_duration_seconds",
+			"How long the last finished audit of the books took.", nil, nil),
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.ttfb, m.upstream, m.tokens, m.reloads, (*state)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -293,7 +306,7 @@ type state Metrics
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{s.holdsDesc, s.lagDesc, s.upDesc, s.waitingDesc, s.tasksDesc, s.endedDesc,
-		s.pluginUp, s.pluginRestarts, s.breakerDesc, s.creditsDesc} {
+		s.pluginUp, s.pluginRestarts, s.breakerDesc, s.creditsDesc, s.auditRuns, s.auditViolations, s.auditLast, s.auditTook} {
 		ch <- d
 	}
 }
@@ -339,11 +352,29 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(s.breakerDesc, prometheus.GaugeValue, float64(st), channel)
 		})
 	}
+	if src.Audit != nil {
+		s.collectAudit(ch, src.Audit())
+	}
 	s.mu.RLock()
 	for id, ms := range s.models {
 		ch <- prometheus.MustNewConstMetric(s.creditsDesc, prometheus.CounterValue, Credits(money.Nano(ms.nano.Load())), id)
 	}
 	s.mu.RUnlock()
+}
+
+func (s *state) collectAudit(ch chan<- prometheus.Metric, st audit.Status) {
+	for result, n := range map[string]int64{"passed": st.Passed, "failed": st.Failed, "error": st.Errors} {
+		ch <- prometheus.MustNewConstMetric(s.auditRuns, prometheus.CounterValue, float64(n), result)
+	}
+	if !st.LastAt.IsZero() {
+		ch <- prometheus.MustNewConstMetric(s.auditLast, prometheus.GaugeValue, float64(st.LastAt.UnixMilli())/1e3)
+	}
+	if r := st.Last; r != nil {
+		for _, rule := range audit.Rules {
+			ch <- prometheus.MustNewConstMetric(s.auditViolations, prometheus.GaugeValue, float64(r.ByRule[rule]), rule)
+		}
+		ch <- prometheus.MustNewConstMetric(s.auditTook, prometheus.GaugeValue, float64(r.TookMS)/1e3)
+	}
 }
 
 // Credits is n in credits, as tollgate_credits_charged_total shows it.

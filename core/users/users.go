@@ -235,7 +235,8 @@ func (s *Service) SignUp(ctx context.Context, email, password, invitation string
 			return Signed{}, err
 		}
 	} else {
-		a, err := s.adm.CreateAccount(ctx, email, nil)
+		// The sign-up credit names the person it was made for.
+		a, err := s.adm.CreateAccount(store.WithCause(ctx, store.Cause{UserID: u.ID}), email, nil)
 		if err != nil {
 			return Signed{}, err
 		}

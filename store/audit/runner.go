@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -19,16 +20,14 @@ type Runner struct {
 	log   hclog.Logger
 	now   func() time.Time
 
-	mu   sync.Mutex
-	st   Status
-	stop chan struct{}
-	done chan struct{}
+	mu sync.Mutex
+	st Status
 }
 
 // Status is what the runner's audits found so far.
 type Status struct {
-	// Last is the last audit's report (nil before the first); LastErr
-	// the error of the last run, when it could not finish.
+	// Last is the last finished audit's report (nil before the first);
+	// LastErr the error of the last run, when it could not finish.
 	Last    *Report
 	LastErr error
 	// LastAt is when the last run ended.
@@ -38,15 +37,7 @@ type Status struct {
 	Passed, Failed, Errors int64
 }
 
-// Run results, as /metrics labels them.
-const (
-	ResultPassed = "passed"
-	ResultFailed = "failed"
-	ResultError  = "error"
-)
-
-// NewRunner returns a runner of the books of b every every; Start starts
-// it.
+// NewRunner returns a runner of the books of b every every.
 func NewRunner(b store.Books, every time.Duration, log hclog.Logger, now func() time.Time) *Runner {
 	if now == nil {
 		now = time.Now
@@ -54,46 +45,29 @@ func NewRunner(b store.Books, every time.Duration, log hclog.Logger, now func() 
 	return &Runner{books: b, every: every, log: log, now: now}
 }
 
-// Start runs an audit every r.every (the first one every after the
-// start), each with its own timeout of the period, until Stop.
-func (r *Runner) Start() {
-	r.stop, r.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(r.done)
-		t := time.NewTicker(r.every)
-		defer t.Stop()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), r.every)
-			go func() {
-				select {
-				case <-r.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			_, _ = r.Once(ctx)
-			cancel()
+// Run audits every r.every (the first time r.every after it starts), each
+// audit within the period, until ctx ends (which cancels one under way).
+func (r *Runner) Run(ctx context.Context) {
+	t := time.NewTicker(r.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-	}()
-}
-
-// Stop ends the runs, cancelling one under way.
-func (r *Runner) Stop() {
-	if r.stop == nil {
-		return
+		actx, cancel := context.WithTimeout(ctx, r.every)
+		_, _ = r.Once(actx)
+		cancel()
 	}
-	close(r.stop)
-	<-r.done
 }
 
 // Once audits now, logs the result and keeps it.
 func (r *Runner) Once(ctx context.Context) (Report, error) {
 	rep, err := Run(ctx, r.books, Options{Now: r.now})
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return rep, err // the gateway is stopping: no result
+	}
 	r.mu.Lock()
 	r.st.LastAt = r.now()
 	r.st.LastErr = err
