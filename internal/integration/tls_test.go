@@ -139,6 +139,7 @@ server {
 		TLSClientConfig:   &tls.Config{RootCAs: roots, ServerName: tlsDomain},
 		ForceAttemptHTTP2: true,
 	}}
+	g.Client = client // its books are audited over HTTPS when the test ends
 	base := "https://127.0.0.1:" + strconv.Itoa(httpsPort)
 	// The certificate comes in the background: handshakes wait for it.
 	var first *x509.Certificate
@@ -298,5 +299,22 @@ func TestStaticCertificateReloadsOnSIGHUP(t *testing.T) {
 	rewrite(t, g, cfg, "certificate files read again")
 	if got, err := served(pool(second), port); err != nil || got.SerialNumber.Int64() != 2 {
 		t.Fatalf("after SIGHUP: %v %v", got, err)
+	}
+	// A call over HTTPS, billed; the books are audited over HTTPS when the
+	// test ends.
+	g.Client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool(second), ServerName: tlsDomain}}}
+	acct := g.Account("10")
+	_, key := g.Key(acct, nil)
+	req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(chatBody("reload-chat", "over https", "")))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a call over HTTPS: %d", resp.StatusCode)
 	}
 }

@@ -223,9 +223,11 @@ func rows(t *testing.T, base, key string) []row {
 
 // audit checks the books of an account to the nano (checkBooks: nothing
 // held, one row per request id, balance plus the rows' costs equal to
-// what was credited), and that the summary agrees with the rows.
+// what was credited), and that the summary agrees with the rows; then the
+// gateway's own audit of the whole database's books (every instance's).
 func audit(t *testing.T, g *testgw.Gateway, acct, key string, credited money.Nano) []row {
 	t.Helper()
+	g.CheckBooks()
 	var rs []row
 	var charged money.Nano
 	for _, byID := range checkBooks(t, g, acct, key, credited) {

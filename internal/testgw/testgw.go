@@ -113,10 +113,13 @@ type Gateway struct {
 	URL     string
 	DataDir string
 	Cmd     *exec.Cmd
-	t       testing.TB
-	mu      sync.Mutex
-	out     bytes.Buffer
-	exited  chan struct{}
+	// Client makes the admin calls (nil: http.DefaultClient); a test of
+	// an HTTPS gateway sets one that trusts its certificate.
+	Client *http.Client
+	t      testing.TB
+	mu     sync.Mutex
+	out    bytes.Buffer
+	exited chan struct{}
 }
 
 // Options start a gateway.
@@ -127,6 +130,9 @@ type Options struct {
 	Env     []string // extra environment
 	Args    []string // extra serve args
 	Dir     string   // the working directory; empty = the test's
+	// NoAudit says why the gateway's books are not audited when the test
+	// ends (they are broken on purpose); empty audits them (CheckBooks).
+	NoAudit string
 }
 
 // Start runs tollgate serve and waits until it listens.
@@ -198,6 +204,22 @@ func Start(t testing.TB, o Options) *Gateway {
 			t.Logf("gateway output:\n%s", g.Output())
 		}
 	})
+	if o.NoAudit == "" {
+		// Runs first: the books of the running gateway, then, once it
+		// stopped cleanly, those its data directory keeps.
+		t.Cleanup(func() {
+			if t.Failed() {
+				return
+			}
+			if g.Alive() {
+				g.CheckBooks()
+				g.Stop()
+			}
+			if st := g.Cmd.ProcessState; st != nil && st.Success() {
+				g.CheckStoppedBooks()
+			}
+		})
+	}
 	return g
 }
 
@@ -288,7 +310,11 @@ func (g *Gateway) admin(method, path string, body any) (int, []byte) {
 	}
 	req.Header.Set("Authorization", "Bearer "+AdminToken)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	client := g.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		g.t.Fatal(err)
 	}
