@@ -121,7 +121,9 @@ type Books interface {
 type BooksView interface {
 	// Entries yields every book entry by Seq.
 	Entries(ctx context.Context) iter.Seq2[BookEntry, error]
-	// Settlements yields the settle and refund entries by LogID.
+	// Settlements yields the settle and refund entries by LogID, with at
+	// least the fields a row is matched on (Seq, Kind, AccountID,
+	// Charge, HoldID, TaskID, LogID).
 	Settlements(ctx context.Context) iter.Seq2[BookEntry, error]
 	// Wallets yields every wallet by account id.
 	Wallets(ctx context.Context) iter.Seq2[Wallet, error]

@@ -3,8 +3,10 @@ package metrics_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/tollgate-gw/tollgate/pipeline"
 	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/audit"
 )
 
 // call is a chat call as the chain leaves it: answered, settled, logged.
@@ -129,5 +132,42 @@ func TestOperationsDocListsEverySeries(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/operations.md does not list %s", name)
 		}
+	}
+}
+
+// The periodic audit's last result: runs by result, violations by rule
+// (every rule listed), when it ran and how long it took.
+func TestAuditSeries(t *testing.T) {
+	last := &audit.Report{TookMS: 1500, ByRule: map[string]int{audit.RuleBalance: 2, audit.RuleRowCost: 1}}
+	m := metrics.New(metrics.Sources{Audit: func() audit.Status {
+		return audit.Status{Last: last, LastAt: time.Unix(1_700_000_000, 0), Passed: 3, Failed: 1, Errors: 2}
+	}}, hclog.NewNullLogger())
+	var want strings.Builder
+	want.WriteString(`
+# HELP tollgate_audit_runs_total Periodic audits of the books, by result: passed, failed (a rule broken) or error (it could not finish).
+# TYPE tollgate_audit_runs_total counter
+tollgate_audit_runs_total{result="error"} 2
+tollgate_audit_runs_total{result="failed"} 1
+tollgate_audit_runs_total{result="passed"} 3
+# HELP tollgate_audit_last_run_timestamp_seconds When the last periodic audit of the books ended (Unix time), whatever its result.
+# TYPE tollgate_audit_last_run_timestamp_seconds gauge
+tollgate_audit_last_run_timestamp_seconds 1.7e+09
+# HELP tollgate_audit_duration_seconds How long the last finished audit of the books took.
+# TYPE tollgate_audit_duration_seconds gauge
+tollgate_audit_duration_seconds 1.5
+# HELP tollgate_audit_violations Violations the last finished audit of the books found, by rule (0 for each rule when it passed).
+# TYPE tollgate_audit_violations gauge
+`)
+	rules := slices.Sorted(slices.Values(audit.Rules))
+	for _, rule := range rules {
+		fmt.Fprintf(&want, "tollgate_audit_violations{rule=%q} %d\n", rule, last.ByRule[rule])
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want.String()), "tollgate_audit_runs_total",
+		"tollgate_audit_last_run_timestamp_seconds", "tollgate_audit_duration_seconds", "tollgate_audit_violations"); err != nil {
+		t.Error(err)
+	}
+	// Without a periodic audit (no audit block) there are no audit series.
+	if n := testutil.CollectAndCount(metrics.New(metrics.Sources{}, hclog.NewNullLogger()).Registry(), "tollgate_audit_runs_total"); n != 0 {
+		t.Errorf("%d audit series without a periodic audit", n)
 	}
 }

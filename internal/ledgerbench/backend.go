@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate-gw/tollgate/internal/ledgerseed"
+	"github.com/tollgate-gw/tollgate/internal/testpg"
 	"github.com/tollgate-gw/tollgate/store"
 	"github.com/tollgate-gw/tollgate/store/badgerstore"
 	"github.com/tollgate-gw/tollgate/store/pgstore"
@@ -67,7 +64,7 @@ func openBackend(ctx context.Context, c *Config, dir string) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b := &backend{st: st, close: st.Close, serverCPU: func() time.Duration { return groupCPU(c.PostgresPID) }}
+		b := &backend{st: st, close: st.Close, serverCPU: func() time.Duration { return testpg.GroupCPU(c.PostgresPID) }}
 		b.seed = func(ctx context.Context, from, to, total int, start, end time.Time, keys []store.Key, progress func(int)) error {
 			return copySeed(ctx, st, from, to, total, start, end, keys, progress)
 		}
@@ -124,45 +121,6 @@ func copySeed(ctx context.Context, st *pgstore.Store, from, to, total int, start
 	}
 	wg.Wait()
 	return first
-}
-
-// groupCPU is the user+system CPU of the process root and its children
-// (the PostgreSQL server and its backends, which start sessions of their
-// own), from /proc. A backend that exited takes its CPU with it; the
-// pool's connections live throughout.
-func groupCPU(root int) time.Duration {
-	if root <= 0 {
-		return 0
-	}
-	ents, _ := os.ReadDir("/proc")
-	tick := time.Second / 100 // USER_HZ
-	var total time.Duration
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the command (which may hold spaces) in parentheses.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		pid, _ := strconv.Atoi(e.Name())
-		if ppid, _ := strconv.Atoi(f[1]); pid != root && ppid != root {
-			continue
-		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		total += time.Duration(ut+stime) * tick
-	}
-	return total
 }
 
 // sql runs one statement on its own connection, scanning into dst when

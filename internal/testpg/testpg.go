@@ -426,3 +426,42 @@ func tail(s string, n int) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// GroupCPU is the user+system CPU of the process root and its children
+// (the PostgreSQL server and its backends, which start sessions of their
+// own), from /proc. A backend that exited takes its CPU with it; the
+// pool's connections live throughout.
+func GroupCPU(root int) time.Duration {
+	if root <= 0 {
+		return 0
+	}
+	ents, _ := os.ReadDir("/proc")
+	tick := time.Second / 100 // USER_HZ
+	var total time.Duration
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) in parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		pid, _ := strconv.Atoi(e.Name())
+		if ppid, _ := strconv.Atoi(f[1]); pid != root && ppid != root {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+stime) * tick
+	}
+	return total
+}

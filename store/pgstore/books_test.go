@@ -148,3 +148,13 @@ func TestBooksHoldOfALapsedInstance(t *testing.T) {
 		t.Fatalf("audit of the database alone: %+v, %v", rep2, err)
 	}
 }
+
+// An audit takes under 10 s per million log rows: billed calls seeded
+// through the store (TOLLGATE_AUDIT_ROWS=1000000 for the full million),
+// then audited in one snapshot.
+func TestAuditSpeed(t *testing.T) {
+	s := openURL(t, testpg.Schema(t), Options{})
+	storetest.RunAuditSpeed(t, s, storetest.AuditRows(t, 20_000), storetest.Slowdown, func() time.Duration { return testpg.GroupCPU(testpg.Start(t).PID()) }, func(ctx context.Context, n int) error {
+		return storetest.SeedBilled(ctx, s, n, 100, 16)
+	})
+}
