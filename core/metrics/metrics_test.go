@@ -1,9 +1,9 @@
 package metrics_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
