@@ -106,7 +106,7 @@ func TestBinaryAdmin(t *testing.T) {
 		}{
 			{[]string{"serve", "--lsiten", ":1"}, "error: tollgate serve: unknown flag --lsiten (did you mean --listen?); see tollgate serve --help\n"},
 			{[]string{"config", "check", "--config", "/nonexistent.hcl"}, "error: config: open /nonexistent.hcl: no such file or directory\n"},
-			{[]string{"admn"}, `error: tollgate: unknown command "admn" (did you mean "admin"?); the commands are serve, admin, kb, config, migrate, completion, version; see tollgate --help` + "\n"},
+			{[]string{"admn"}, `error: tollgate: unknown command "admn" (did you mean "admin"?); the commands are serve, admin, kb, config, migrate, audit, completion, version; see tollgate --help` + "\n"},
 			{[]string{"admin", "--url", g.URL, "--token", "wrong", "account", "list"}, "error: GET /admin/v1/accounts: 401: admin authentication failed: send Authorization: Bearer <admin token> (invalid_api_key)\n"},
 		} {
 			_, errOut, code := tollgateCmd(t, nil, tc.args...)

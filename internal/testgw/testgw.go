@@ -116,6 +116,7 @@ type Gateway struct {
 	// Client makes the admin calls (nil: http.DefaultClient); a test of
 	// an HTTPS gateway sets one that trusts its certificate.
 	Client *http.Client
+	config string // the HCL it runs on; empty: the embedded default
 	t      testing.TB
 	mu     sync.Mutex
 	out    bytes.Buffer
@@ -162,6 +163,9 @@ func Start(t testing.TB, o Options) *Gateway {
 	cmd.Env = append(os.Environ(), "TOLLGATE_ADMIN_TOKEN="+AdminToken)
 	cmd.Env = append(cmd.Env, o.Env...)
 	g := &Gateway{DataDir: o.DataDir, Cmd: cmd, t: t, exited: make(chan struct{})}
+	if o.Config != "" {
+		g.config = strings.ReplaceAll(o.Config, "@DATA@", o.DataDir)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -205,20 +209,7 @@ func Start(t testing.TB, o Options) *Gateway {
 		}
 	})
 	if o.NoAudit == "" {
-		// Runs first: the books of the running gateway, then, once it
-		// stopped cleanly, those its data directory keeps.
-		t.Cleanup(func() {
-			if t.Failed() {
-				return
-			}
-			if g.Alive() {
-				g.CheckBooks()
-				g.Stop()
-			}
-			if st := g.Cmd.ProcessState; st != nil && st.Success() {
-				g.CheckStoppedBooks()
-			}
-		})
+		t.Cleanup(g.auditAtEnd) // runs first: before the stop above
 	}
 	return g
 }
@@ -296,6 +287,12 @@ func (g *Gateway) AdminStatus(method, path string, body any, out any) int {
 
 func (g *Gateway) admin(method, path string, body any) (int, []byte) {
 	g.t.Helper()
+	return g.adminAt(g.URL, AdminToken, method, path, body)
+}
+
+// adminAt calls the admin API at base (the gateway's root) with token.
+func (g *Gateway) adminAt(base, token, method, path string, body any) (int, []byte) {
+	g.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -304,11 +301,11 @@ func (g *Gateway) admin(method, path string, body any) (int, []byte) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, g.URL+"/admin/v1"+path, rd)
+	req, err := http.NewRequest(method, base+"/admin/v1"+path, rd)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+AdminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	client := g.Client
 	if client == nil {
