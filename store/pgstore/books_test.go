@@ -158,3 +158,66 @@ func TestAuditSpeed(t *testing.T) {
 		return storetest.SeedBilled(ctx, s, n, 100, 16)
 	})
 }
+
+// A database written before the books: migration 0007 starts them with
+// each open hold and each wallet's balance, so an upgraded database
+// audits clean, its older rows exempt; what follows is proved.
+func TestBooksCarriedIntoAnOlderDatabase(t *testing.T) {
+	url := testpg.Schema(t)
+	s := openURL(t, url, Options{Instance: "gw-a"})
+	ctx := t.Context()
+	c := money.Credits
+	mustDo := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	mustDo("account", s.CreateAccount(ctx, store.Account{ID: "acct", Status: store.AccountActive, CreatedAt: time.Now()}, c(10), ""))
+	hold := func(id string, amount money.Nano) store.Hold {
+		h := store.Hold{ID: id, AccountID: "acct", Amount: amount, SubmittedAt: time.Now()}
+		_, err := s.PlaceHold(ctx, h)
+		mustDo("hold "+id, err)
+		return h
+	}
+	settle := func(h store.Hold, charge money.Nano) {
+		row := &store.LogRow{AccountID: "acct", CreatedAt: time.Now(), SubmittedAt: h.SubmittedAt, Status: store.StatusSuccess,
+			Model: "m", Cost: charge, RequestID: h.ID}
+		mustDo("settle "+h.ID, s.Settle(ctx, store.Settlement{HoldID: h.ID, Charge: charge, Row: row}))
+	}
+	settle(hold("req-1", c(2)), money.MustParse("0.5"))
+	open := hold("req-open", c(1))
+
+	// The database as an older tollgate left it.
+	for _, sql := range []string{`DROP TABLE book`, `DROP FUNCTION book_append_only()`,
+		`ALTER TABLE ledger DROP COLUMN admin_token, DROP COLUMN user_id`, `DELETE FROM schema_migrations WHERE version = 7`} {
+		_, err := s.pool.Exec(ctx, sql)
+		mustDo(sql, err)
+	}
+	applied, err := Migrate(ctx, url, nil)
+	if err != nil || len(applied) != 1 || applied[0] != "0007_books" {
+		t.Fatalf("migrate: %v, %v", applied, err)
+	}
+	r, err := OpenBooks(ctx, url)
+	mustDo("open the books", err)
+	defer r.Close()
+	rep, err := audit.Run(ctx, r, audit.Options{})
+	if err != nil || !rep.OK || rep.Entries != 2 || rep.OpenHolds != 1 || rep.Rows != 1 {
+		t.Fatalf("audit of the upgraded database: %+v, %v", rep, err)
+	}
+
+	// The moves made after the upgrade are proved, the carried hold's
+	// settlement with them.
+	settle(open, money.MustParse("0.25"))
+	settle(hold("req-2", c(1)), money.MustParse("0.125"))
+	rep, err = audit.Run(ctx, r, audit.Options{})
+	if err != nil || !rep.OK || rep.Entries != 5 || rep.OpenHolds != 0 || rep.Rows != 3 {
+		t.Fatalf("audit after the upgrade: %+v, %v", rep, err)
+	}
+	// A row after the upgrade costing more than its settlement is named.
+	_, err = s.pool.Exec(ctx, `UPDATE logs SET cost = cost + 1 WHERE request_id = 'req-2'`)
+	mustDo("tamper", err)
+	if rep, err = audit.Run(ctx, r, audit.Options{}); err != nil || rep.ByRule[audit.RuleRowCost] != 1 || rep.Count != 1 {
+		t.Fatalf("audit of a row changed after the upgrade: %+v, %v", rep, err)
+	}
+}
