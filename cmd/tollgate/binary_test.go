@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,27 +27,7 @@ func tollgateCmd(t *testing.T, env []string, args ...string) (stdout, stderr str
 // none of the test's TOLLGATE_* or *_API_KEY variables, plus env.
 func runIn(t *testing.T, dir string, env []string, line ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(line[0], line[1:]...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasSuffix(name, "_API_KEY") && !strings.HasPrefix(name, "TOLLGATE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return testgw.Exec(t, dir, env, line...)
 }
 
 func TestBinaryAdmin(t *testing.T) {

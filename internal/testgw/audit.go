@@ -158,12 +158,23 @@ func Violations(rep audit.Report) string {
 // status.
 func Run(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(Build(t), "tollgate"), args...)
+	return Exec(t, "", nil, append([]string{filepath.Join(Build(t), "tollgate")}, args...)...)
+}
+
+// Exec runs the command line in dir with the test's environment, less its
+// TOLLGATE_* and *_API_KEY variables, plus env, and returns what it
+// printed and its exit status.
+func Exec(t testing.TB, dir string, env []string, line ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(line[0], line[1:]...)
+	cmd.Dir = dir
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TOLLGATE_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasSuffix(name, "_API_KEY") && !strings.HasPrefix(name, "TOLLGATE_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
