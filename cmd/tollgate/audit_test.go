@@ -74,8 +74,17 @@ func TestBinaryAudit(t *testing.T) {
 		{"the call's row", audit.RuleSettlementRow, func(t *testing.T, txn *badger.Txn) {
 			deleteFirst(t, txn, "log/", func([]byte) bool { return true })
 		}},
-		{"the call's hold entry", audit.RuleSettlementHold, func(t *testing.T, txn *badger.Txn) {
-			deleteFirst(t, txn, "book/", func(v []byte) bool { return len(v) > 1 && v[1] == 'h' })
+		{"the wallet's balance", audit.RuleBalance, func(t *testing.T, txn *badger.Txn) {
+			k := []byte("wallet/" + acct)
+			it, err := txn.Get(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _ := it.ValueCopy(nil)
+			binary.BigEndian.PutUint64(v, binary.BigEndian.Uint64(v)+1)
+			if err := txn.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
 		}},
 	} {
 		t.Run(c.desc, func(t *testing.T) {

@@ -18,11 +18,12 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// The books (store.Books): every money move leaves an entry under
-// book/{seq}, seq being the number of the move's write-ahead journal
-// record, written in the Badger transaction that applies the move (a
-// replayed record writes the same key once). Nothing rewrites or deletes
-// an entry. A store written before the books began gets, once at open and
+// The books (store.Books): every money move leaves an entry numbered by
+// its write-ahead journal record, written in the Badger transaction that
+// applies the move. The entries of one applied batch share one key,
+// book/{seq of the batch's first entry}: one Badger write per batch, not
+// per move (a batch is applied once: its records are replayed only if it
+// was not). Nothing rewrites or deletes an entry. A store written before the books began gets, once at open and
 // before its journal is replayed, a carry entry per wallet and a hold
 // entry per open hold, numbered just below its first new move.
 
@@ -44,9 +45,12 @@ var (
 // bookEntrySize is about what one entry takes, key and value.
 const bookEntrySize = 128
 
-func appendBook(b []byte, x *store.BookEntry) []byte {
+// appendBook appends entry x of a value whose key names seq first: its
+// distance from first, then its fields.
+func appendBook(b []byte, first uint64, x *store.BookEntry) []byte {
 	e := enc{b}
 	e.byte(vBook)
+	e.uint(x.Seq - first)
 	c, ok := bookKinds[x.Kind]
 	if !ok {
 		c = '?'
@@ -69,23 +73,33 @@ func appendBook(b []byte, x *store.BookEntry) []byte {
 	return e.b
 }
 
-func decodeBook(seq uint64, v []byte) (store.BookEntry, error) {
+// decodeBooks yields the entries of the value v of key book/{first}.
+func decodeBooks(first uint64, v []byte, yield func(store.BookEntry) bool) error {
 	d := dec{s: string(v)}
-	d.version(vBook)
-	c := d.byte()
-	kind, ok := bookKindNames[c]
-	if !ok {
-		kind = fmt.Sprintf("unknown (%q)", c) // an audit names it
-	}
-	x := store.BookEntry{
-		Seq: seq, Kind: kind, AccountID: d.str(), Amount: money.Nano(d.int()), Charge: money.Nano(d.int()),
-		HoldID: d.str(), RequestID: d.str(), TaskID: d.str(), OrderID: d.str(), AdminToken: d.str(),
-		UserID: d.str(), LedgerID: d.uint(), LogID: d.uint(), Owner: d.str(), Note: d.str(), At: d.time(),
+	for d.i < len(d.s) && d.err == nil {
+		d.version(vBook)
+		seq := first + d.uint()
+		c := d.byte()
+		kind, ok := bookKindNames[c]
+		if !ok {
+			kind = fmt.Sprintf("unknown (%q)", c) // an audit names it
+		}
+		x := store.BookEntry{
+			Seq: seq, Kind: kind, AccountID: d.str(), Amount: money.Nano(d.int()), Charge: money.Nano(d.int()),
+			HoldID: d.str(), RequestID: d.str(), TaskID: d.str(), OrderID: d.str(), AdminToken: d.str(),
+			UserID: d.str(), LedgerID: d.uint(), LogID: d.uint(), Owner: d.str(), Note: d.str(), At: d.time(),
+		}
+		if d.err != nil {
+			break
+		}
+		if !yield(x) {
+			return nil
+		}
 	}
 	if err := d.done(); err != nil {
-		return x, fmt.Errorf("book entry %d: %w", seq, err)
+		return fmt.Errorf("book entries from %d: %w", first, err)
 	}
-	return x, nil
+	return nil
 }
 
 // bookOf is the book entry of a journaled move; false for a move that
@@ -123,20 +137,28 @@ func bookOf(e *entry) (store.BookEntry, bool, error) {
 	return x, true, nil
 }
 
-// writeBook sets e's book entry in txn, its key and value appended to
-// arena (one buffer for a batch; earlier slices of it stay as they are)
-// and returned grown.
-func writeBook(txn *badger.Txn, e *entry, arena []byte) ([]byte, error) {
-	x, ok, err := bookOf(e)
-	if err != nil || !ok {
-		return arena, err
+// writeBooks sets the book entries of a batch's moves in txn, under
+// one key.
+func writeBooks(txn *badger.Txn, es []*entry) error {
+	var val []byte
+	var first uint64
+	for _, e := range es {
+		x, ok, err := bookOf(e)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if val == nil {
+			first, val = e.seq, make([]byte, 0, len(es)*bookEntrySize)
+		}
+		val = appendBook(val, first, &x)
 	}
-	start := len(arena)
-	arena = binary.BigEndian.AppendUint64(append(arena, pBook...), e.seq)
-	k := arena[start:len(arena):len(arena)]
-	start = len(arena)
-	arena = appendBook(arena, &x)
-	return arena, txn.Set(k, arena[start:len(arena):len(arena)])
+	if val == nil {
+		return nil
+	}
+	return txn.Set(bookKey(first), val)
 }
 
 // newRun names one open of the store: the owner of the holds it places.
@@ -223,11 +245,13 @@ func (s *Store) carryBooks(applied uint64) error {
 	for done < uint64(len(es)) {
 		n := min(uint64(len(es))-done, chunk)
 		err := s.db.Update(func(txn *badger.Txn) error {
+			var val []byte
 			for i := done; i < done+n; i++ {
 				es[i].Seq = first + i
-				if err := txn.Set(bookKey(es[i].Seq), appendBook(nil, &es[i])); err != nil {
-					return err
-				}
+				val = appendBook(val, first+done, &es[i])
+			}
+			if err := txn.Set(bookKey(first+done), val); err != nil {
+				return err
 			}
 			return txn.Set(carryKey, encodeSeq(done+n))
 		})
@@ -336,14 +360,34 @@ func bookSeq(k []byte) (uint64, error) {
 }
 
 func (v *booksView) Entries(ctx context.Context) iter.Seq2[store.BookEntry, error] {
-	return scan(ctx, v.txn, pBook, true, func(k, val []byte) (store.BookEntry, bool, error) {
-		seq, err := bookSeq(k)
-		if err != nil {
-			return store.BookEntry{}, false, err
+	return func(yield func(store.BookEntry, error) bool) {
+		it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pBook), PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		n := 0
+		for it.Rewind(); it.Valid(); it.Next() {
+			if n++; n%1024 == 0 && ctx.Err() != nil {
+				yield(store.BookEntry{}, ctx.Err())
+				return
+			}
+			first, err := bookSeq(it.Item().Key())
+			stopped := false
+			if err == nil {
+				err = it.Item().Value(func(val []byte) error {
+					return decodeBooks(first, val, func(x store.BookEntry) bool {
+						stopped = !yield(x, nil)
+						return !stopped
+					})
+				})
+			}
+			if err != nil {
+				yield(store.BookEntry{}, err)
+				return
+			}
+			if stopped {
+				return
+			}
 		}
-		x, err := decodeBook(seq, val)
-		return x, err == nil, err
-	})
+	}
 }
 
 // Settlements: the journal numbers a settlement and its row together,

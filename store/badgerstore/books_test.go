@@ -3,6 +3,8 @@ package badgerstore
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -45,36 +47,65 @@ func (x *tamperer) SetWallet(account string, balance, held money.Nano) {
 	})
 }
 
-func (x *tamperer) EditEntry(seq uint64, fn func(*store.BookEntry)) {
+// rewrite finds the value holding entry seq and writes it again with fn's
+// change to its entries (fn drops an entry by returning false).
+func (x *tamperer) rewrite(seq uint64, fn func(*store.BookEntry) bool) {
 	x.update(func(txn *badger.Txn) error {
-		var e store.BookEntry
-		err := get(txn, bookKey(seq), func(v []byte) (err error) {
-			e, err = decodeBook(seq, v)
+		var key []byte
+		var es []store.BookEntry
+		err := scanPrefix(txn, []byte(pBook), true, func(it *badger.Item) error {
+			if key != nil {
+				return nil
+			}
+			first := tailID(it.Key())
+			var got []store.BookEntry
+			err := it.Value(func(v []byte) error {
+				return decodeBooks(first, v, func(e store.BookEntry) bool { got = append(got, e); return true })
+			})
+			if slices.ContainsFunc(got, func(e store.BookEntry) bool { return e.Seq == seq }) {
+				key, es = it.KeyCopy(nil), got
+			}
 			return err
 		})
-		if err != nil {
-			return err
+		if err != nil || key == nil {
+			return errors.Join(err, fmt.Errorf("no book entry %d", seq))
 		}
-		fn(&e)
-		return txn.Set(bookKey(seq), appendBook(nil, &e))
+		first := tailID(key)
+		var val []byte
+		for _, e := range es {
+			if e.Seq != seq || fn(&e) {
+				val = appendBook(val, first, &e)
+			}
+		}
+		if val == nil {
+			return txn.Delete(key)
+		}
+		return txn.Set(key, val)
 	})
 }
 
+func (x *tamperer) EditEntry(seq uint64, fn func(*store.BookEntry)) {
+	x.rewrite(seq, func(e *store.BookEntry) bool { fn(e); return true })
+}
+
 func (x *tamperer) DeleteEntry(seq uint64) {
-	x.update(func(txn *badger.Txn) error { return txn.Delete(bookKey(seq)) })
+	x.rewrite(seq, func(*store.BookEntry) bool { return false })
 }
 
 func (x *tamperer) AddEntry(e store.BookEntry) {
 	x.update(func(txn *badger.Txn) error {
 		last := uint64(0)
-		err := scanPrefix(txn, []byte(pBook), false, func(it *badger.Item) error {
-			last = tailID(it.Key())
-			return nil
+		err := scanPrefix(txn, []byte(pBook), true, func(it *badger.Item) error {
+			first := tailID(it.Key())
+			return it.Value(func(v []byte) error {
+				return decodeBooks(first, v, func(e store.BookEntry) bool { last = e.Seq; return true })
+			})
 		})
 		if err != nil {
 			return err
 		}
-		return txn.Set(bookKey(last+1), appendBook(nil, &e))
+		e.Seq = last + 1
+		return txn.Set(bookKey(e.Seq), appendBook(nil, e.Seq, &e))
 	})
 }
 

@@ -788,8 +788,6 @@ func (s *Store) commitEntries(es []*entry) error {
 		return &w, nil
 	}
 	keyUse := map[string]money.Nano{}
-	// The book entries' keys and values share one buffer per batch.
-	arena := make([]byte, 0, len(es)*bookEntrySize)
 	for _, e := range es {
 		var err error
 		switch e.kind {
@@ -828,12 +826,12 @@ func (s *Store) commitEntries(es []*entry) error {
 		default:
 			err = fmt.Errorf("badgerstore: unknown journal record kind %q", e.kind)
 		}
-		if err == nil {
-			arena, err = writeBook(txn, e, arena)
-		}
 		if err != nil {
 			return err
 		}
+	}
+	if err := writeBooks(txn, es); err != nil {
+		return err
 	}
 	for _, w := range wallets {
 		if err := txn.Set(walletKey(w.AccountID), encodeWallet(*w)); err != nil {
