@@ -28,6 +28,11 @@ const (
 	// EntryRefund is the settlement that ends a task charging nothing:
 	// its hold released in full.
 	EntryRefund = "refund"
+	// EntryRelease closes the hold HoldID with nothing charged and no
+	// row: a hold whose placing committed while the store lost the
+	// database's answer, so its call was refused (and wrote its own row,
+	// a refusal without a hold). Amount is the hold released.
+	EntryRelease = "release"
 	// EntryCarry is an account's balance when its store began keeping
 	// the books (a store written by an older tollgate): it counts as a
 	// credit. LogID is the last row written before, so rows up to it

@@ -106,7 +106,7 @@ func (a *auditor) entries(ctx context.Context) error {
 			}
 			a.open[e.HoldID] = openHold{seq: e.Seq, account: e.AccountID, task: e.TaskID, owner: e.Owner, amount: e.Amount}
 			acct.held.Add(e.Amount)
-		case store.EntrySettle, store.EntryRefund:
+		case store.EntrySettle, store.EntryRefund, store.EntryRelease:
 			a.settlement(&e, acct)
 		default:
 			a.flag(Violation{Rule: RuleEntry, AccountID: e.AccountID, Entry: e.Seq, Message: "unknown kind " + quote(e.Kind)})

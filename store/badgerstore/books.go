@@ -32,7 +32,7 @@ const vBook = 1
 // Entry kinds as stored.
 var (
 	bookKinds = map[string]byte{store.EntryCredit: 'c', store.EntryHold: 'h', store.EntrySettle: 's',
-		store.EntryRefund: 'r', store.EntryCarry: 'k'}
+		store.EntryRefund: 'r', store.EntryCarry: 'k', store.EntryRelease: 'x'}
 	bookKindNames = func() map[byte]string {
 		m := map[byte]string{}
 		for n, c := range bookKinds {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/tollgate-gw/tollgate/store"
 )
@@ -56,10 +57,13 @@ func (s *Store) releaseDoubts(ctx context.Context) error {
 	s.doubts.mu.Unlock()
 	released := 0
 	for _, id := range ids {
+		// The release is an entry in the books, in the same statement.
 		tag, err := s.pool.Exec(ctx, `
-			WITH h AS (DELETE FROM holds WHERE id = $1 AND owner = $2 RETURNING account_id, amount)
-			UPDATE wallets SET held = wallets.held - h.amount FROM h WHERE wallets.account_id = h.account_id`,
-			id, s.instance)
+			WITH h AS (DELETE FROM holds WHERE id = $1 AND owner = $2 RETURNING id, account_id, amount, task_id),
+			w AS (UPDATE wallets SET held = wallets.held - h.amount FROM h WHERE wallets.account_id = h.account_id)
+			INSERT INTO book (kind, account_id, amount, hold_id, request_id, task_id, owner, note, created_at)
+			SELECT 'release', account_id, amount, id, id, task_id, $2, 'its call was refused: the answer to its placing was lost', $3 FROM h`,
+			id, s.instance, ns(time.Now()))
 		if err != nil {
 			return err
 		}

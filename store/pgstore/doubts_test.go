@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testpg"
 	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/audit"
 )
 
 // A hold whose placing lost the database's answer after it committed is
@@ -49,4 +50,34 @@ func TestDoubtfulHoldsAreReleased(t *testing.T) {
 	if err := s.Settle(t.Context(), store.Settlement{HoldID: "landed", Charge: 0, Row: &store.LogRow{AccountID: "a", RequestID: "landed"}}); err == nil {
 		t.Fatal("the released hold could still be settled")
 	}
+	// The release is in the books: they prove the wallet and the two
+	// holds still open.
+	rep, err := audit.Run(t.Context(), s, audit.Options{})
+	if err != nil || !rep.OK || rep.OpenHolds != 2 {
+		t.Fatalf("the books after the release: %+v, %v", rep, err)
+	}
+	released := false
+	for _, e := range bookEntries(t, s) {
+		released = released || e.Kind == store.EntryRelease && e.HoldID == "landed" && e.Amount == money.Credits(1)
+	}
+	if !released {
+		t.Fatal("no release entry for the hold")
+	}
+}
+
+func bookEntries(t *testing.T, s *Store) []store.BookEntry {
+	t.Helper()
+	v, err := s.AuditView(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var out []store.BookEntry
+	for e, err := range v.Entries(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
 }
