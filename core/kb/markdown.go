@@ -158,9 +158,10 @@ func ParsePage(id string, data []byte) (PageInput, error) {
 	if p.Title == "" {
 		if m := reHeading1.FindStringSubmatch(text); m != nil {
 			p.Title = strings.TrimSpace(m[1])
-		} else {
-			p.Title = id
 		}
+	}
+	if p.Title == "" { // no heading, or one of spaces only ("#  ")
+		p.Title = id
 	}
 	p.Links = append(p.Links, BodyLinks(text)...)
 	p.Links = dedupeFold(p.Links)
