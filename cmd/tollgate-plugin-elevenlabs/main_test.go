@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
 	"github.com/tollgate-gw/tollgate/plugins/family/speech/speechtest"
@@ -17,9 +18,7 @@ import (
 // TestConformance runs the voice and speech suites against the plugin
 // process, through plugins/host as the gateway starts it.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	sample := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write(sim.AudioWAV(100))
 	}))

@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
@@ -17,9 +18,7 @@ func TestBinary(t *testing.T) {
 
 // TestConformance runs the suite against the plugin process, over gRPC.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	conformance.Run(t, conformance.Target{
 		Name:      "gemini",
 		Protocols: []string{"gemini_native"},

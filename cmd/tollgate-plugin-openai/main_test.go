@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/conformance"
 	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
@@ -21,9 +22,7 @@ func TestBinary(t *testing.T) {
 
 // TestConformance runs the suite against the plugin process, over gRPC.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	conformance.Run(t, conformance.Target{
 		Name:      "openai",
 		Protocols: []string{"openai_chat", "openai_responses"},
@@ -40,9 +39,7 @@ func TestConformance(t *testing.T) {
 // TestImagesConformance runs the image family's suite against the plugin
 // process, through plugins/host as the gateway starts it.
 func TestImagesConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	imagestest.Run(t, imagestest.Target{
 		Name: "openai",
 		New: func(t *testing.T) vendor.Vendor {
@@ -63,9 +60,7 @@ func TestImagesConformance(t *testing.T) {
 // TestMediaConformance runs the speech and video suites against the
 // plugin process.
 func TestMediaConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	newV := func(t *testing.T) vendor.Vendor {
 		up := httptest.NewServer(vendorsim.New(vendorsim.Options{APIKey: "sk-media"}).Handler())
 		t.Cleanup(up.Close)

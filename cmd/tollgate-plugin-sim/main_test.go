@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/plugins/family/images/imagestest"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
@@ -11,9 +12,7 @@ import (
 // TestImagesConformance runs the image family's suite against the plugin
 // process, through plugins/host as the gateway starts it.
 func TestImagesConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	imagestest.Run(t, imagestest.Target{
 		Name: "sim",
 		New: func(t *testing.T) vendor.Vendor {

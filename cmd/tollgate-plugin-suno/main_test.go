@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/family/music/musictest"
 	vt "github.com/tollgate-gw/tollgate/plugins/httpvendor/httpvendortest"
@@ -12,9 +13,7 @@ import (
 // TestConformance runs the music suite against the plugin process,
 // through plugins/host as the gateway starts it.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	musictest.Run(t, musictest.Target{Name: "suno", Model: vendor.JobModel{ID: "suno", Upstream: "V4_5ALL"},
 		New: func(t *testing.T) vendor.Vendor {
 			upURL := vendorsim.Serve(t, vendorsim.Options{APIKey: "sk-suno"})

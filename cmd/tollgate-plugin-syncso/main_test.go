@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/internal/testkind"
 	"github.com/tollgate-gw/tollgate/internal/vendorsim"
 	"github.com/tollgate-gw/tollgate/plugins/family/familytest"
 	"github.com/tollgate-gw/tollgate/plugins/family/lipsync/lipsynctest"
@@ -13,9 +14,7 @@ import (
 // TestLipsyncConformance runs the lip-sync family's suite against the
 // plugin process, through plugins/host as the gateway starts it.
 func TestLipsyncConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
-	}
+	testkind.Short(t, "builds and runs the plugin binary")
 	lipsynctest.Run(t, lipsynctest.Target{Target: familytest.Target{Name: "syncso",
 		New: func(t *testing.T) vendor.Vendor {
 			base := vendorsim.Serve(t, vendorsim.Options{APIKey: "sync-key"})

@@ -169,3 +169,16 @@ func Count(r io.Reader) (*Report, error) {
 	}
 	return rep, nil
 }
+
+// Short skips t under `go test -short`, outside CI. In CI a test that
+// does not run fails instead: CI never asks for short runs.
+func Short(t testing.TB, why string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if InCI() {
+		t.Fatalf("CI runs every test, and -short would skip this one: %s", why)
+	}
+	t.Skip(why)
+}
