@@ -1,6 +1,8 @@
 package config
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
@@ -57,14 +59,16 @@ func Default(env func(string) string) *Config {
 	cfg.Models = append(cfg.Models, simMediaModels()...)
 	cfg.Models = append(cfg.Models, digitalHumanModels()...)
 	simModels := make([]string, len(cfg.Models))
-	for i := range cfg.Models {
-		simModels[i] = cfg.Models[i].ID
+	var families []string // the sim serves the family of every model it lists
+	for i, md := range cfg.Models {
+		simModels[i] = md.ID
+		if f := cmp.Or(md.Family, "chat"); !slices.Contains(families, f) {
+			families = append(families, f)
+		}
 	}
 	cfg.Channels = []Channel{{
 		Name: "sim", Vendor: "sim", BaseURL: "sim://local",
-		Families: []string{"chat", "image", "video", "music", "speech", "voice", "transcript", "search",
-			"avatar", "lipsync", "motion", "clip", "subtitle"},
-		Protocols: all, Models: simModels, Weight: 1,
+		Families: families, Protocols: all, Models: simModels, Weight: 1,
 	}}
 
 	real := []struct {
