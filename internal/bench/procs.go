@@ -237,3 +237,26 @@ func (a admin) createKey(ctx context.Context, credit string) (benchKey, error) {
 	}
 	return benchKey{AccountID: acct.ID, KeyID: key.ID, Key: key.Key, Prefix: key.Prefix, Name: key.Name}, nil
 }
+
+// Child is a process a harness outside this package (the soak) started
+// through the bench's own start, stop and early-exit checks.
+type Child struct{ p *process }
+
+// StartChild runs bin as start does: ready, when set, reads its stdout
+// lines until it returns true, within timeout.
+func StartChild(name, bin string, args, env []string, logPath string, ready func(line string) bool, timeout time.Duration) (*Child, error) {
+	p, err := start(name, bin, args, env, logPath, ready, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Child{p}, nil
+}
+
+// Stop sends SIGTERM, then SIGKILL after 15 s.
+func (c *Child) Stop() { c.p.stop() }
+
+// PID is the child's process id.
+func (c *Child) PID() int { return c.p.pid() }
+
+// Alive reports an early exit as an error.
+func (c *Child) Alive() error { return c.p.alive() }

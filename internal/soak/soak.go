@@ -19,14 +19,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tollgate-gw/tollgate/internal/bench"
@@ -67,12 +65,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	up, err := start(filepath.Join(o.BinDir, "tollgate-upstream"), []string{"--listen", upAddr, "--api-key", upKey}, nil,
-		filepath.Join(dir, "upstream.log"), nil)
+	up, err := bench.StartChild("upstream", filepath.Join(o.BinDir, "tollgate-upstream"), []string{"--listen", upAddr, "--api-key", upKey}, nil,
+		filepath.Join(dir, "upstream.log"), nil, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	defer up.stop()
+	defer up.Stop()
 	if err := waitTCP(ctx, upAddr, 15*time.Second); err != nil {
 		return nil, err
 	}
@@ -86,7 +84,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	var base string
-	gw, err := start(filepath.Join(o.BinDir, "tollgate"),
+	gw, err := bench.StartChild("gateway", filepath.Join(o.BinDir, "tollgate"),
 		[]string{"serve", "--config", cfg, "--data-dir", data, "--listen", "127.0.0.1:0", "--log-level", "warn", "--metrics-listen", metricsAddr},
 		[]string{"TOLLGATE_ADMIN_TOKEN=" + adminToken}, filepath.Join(dir, "gateway.log"),
 		func(line string) bool {
@@ -96,11 +94,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return true
 			}
 			return false
-		})
+		}, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	defer gw.stop()
+	defer gw.Stop()
 	if !strings.HasPrefix(base, "http") {
 		base = "http://" + base
 	}
@@ -155,14 +153,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			wg.Wait()
 			return rep, ctx.Err()
 		}
-		if err := gw.alive(); err != nil {
+		if err := gw.Alive(); err != nil {
 			stop()
 			wg.Wait()
 			return rep, err
 		}
 		m := col.take()
 		m.At = time.Since(start).Round(time.Second).String()
-		sample(ctx, proc, gw.cmd.Process.Pid, adm, "http://"+metricsAddr, &m)
+		sample(ctx, proc, gw.PID(), adm, "http://"+metricsAddr, &m)
 		rep.Minutes = append(rep.Minutes, m)
 		fmt.Fprintf(o.Log, "%s  rss %.0f MB (anonymous %.0f)  goroutines %d  files %d (store %d)  calls %d  errors %d  p99 %.1f ms\n",
 			m.At, float64(m.RSSKB)/1024, float64(m.AnonKB)/1024, m.Goroutines, m.OpenFiles, m.StoreFiles, m.Calls, m.Errors, m.P99MS)
@@ -464,99 +462,6 @@ func adminDo(ctx context.Context, c *http.Client, base, token, method, path, bod
 		return fmt.Errorf("%s /admin/v1%s: %d %.300s", method, path, resp.StatusCode, b)
 	}
 	return json.Unmarshal(b, out)
-}
-
-// process is a child the soak started.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	log  string
-}
-
-// start runs bin; ready, when set, reads its stdout lines until it
-// returns true (within a minute).
-func start(bin string, args, env []string, logPath string, ready func(string) bool) (*process, error) {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out io.ReadCloser
-	if ready != nil {
-		if out, err = cmd.StdoutPipe(); err != nil {
-			logf.Close()
-			return nil, err
-		}
-	} else {
-		cmd.Stdout = logf
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath}
-	found := make(chan struct{})
-	go func() {
-		if out != nil {
-			sc := bufio.NewScanner(out)
-			seen := false
-			for sc.Scan() {
-				fmt.Fprintln(logf, sc.Text())
-				if !seen && ready(sc.Text()) {
-					seen = true
-					close(found)
-				}
-			}
-		}
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	if ready == nil {
-		return p, nil
-	}
-	select {
-	case <-found:
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("%s exited before it was ready (%v): %s", bin, p.err, tail(logPath))
-	case <-time.After(time.Minute):
-		p.stop()
-		return nil, fmt.Errorf("%s not ready after a minute: %s", bin, tail(logPath))
-	}
-}
-
-// alive reports an early exit.
-func (p *process) alive() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("%s exited during the soak (%v): %s", p.cmd.Path, p.err, tail(p.log))
-	default:
-		return nil
-	}
-}
-
-// stop sends SIGTERM, then SIGKILL after 20 s.
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }
 
 func freeAddr() (string, error) {
