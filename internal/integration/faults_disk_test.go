@@ -83,8 +83,8 @@ func TestDiskFullAtEachMoment(t *testing.T) {
 	}
 	results := make(chan answered, 2)
 	for _, body := range []string{
-		chatBody("sim-chat", "mid-call [sim:latency=2500ms]", ""),
-		chatBody("sim-chat", "mid-stream [sim:slow=250ms] [sim:words=10]", `"stream":true,"stream_options":{"include_usage":true}`),
+		chatBody("sim-chat", "mid-call [sim:latency=6000ms]", ""),
+		chatBody("sim-chat", "mid-stream [sim:slow=600ms] [sim:words=10]", `"stream":true,"stream_options":{"include_usage":true}`),
 	} {
 		go func() {
 			c, err := tryDo("POST", g.URL+"/v1/chat/completions", bearer(e.key), body)
