@@ -118,11 +118,11 @@ func Open(dir string, o Options) (*Store, error) {
 		WithNumMemtables(2).
 		WithCompression(options.None).
 		WithBlockCacheSize(0).
-		// Every level's tables the same size: a compaction keeps up to
+		// Every level's tables 1 MB: a compaction keeps up to
 		// 8+splits table builders of twice the table size, and Badger's
 		// pool keeps 8 of them, so tables that doubled per level made
 		// memory grow with the ledger's depth (a 30-minute soak: +180 MB).
-		WithBaseTableSize(2 << 20).
+		WithBaseTableSize(1 << 20).
 		WithValueLogFileSize(256 << 20).
 		// Rows with a large technical view go to the value log, so index
 		// scans read compact LSM tables.
