@@ -48,6 +48,7 @@ type books struct {
 	seq     uint64                   // last journal record
 	queue   []*entry                 // journaled, not yet in Badger
 	spare   []*entry
+	scratch []byte // a settlement's journal record, under mu
 
 	// Spend caps (spendcap.go): each key's open holds, the lifetime spend
 	// of the capped keys seen since open, and how many charges of each
@@ -83,11 +84,14 @@ type entry struct {
 	charge    money.Nano
 	rowVal    []byte
 	idxVal    []byte
+	logKey    []byte // log/{id}, the row's key
 	idxKeys   [][]byte
+	idxKeyArr [2][]byte
 	dimVal    []byte   // value of the per-value index entries: key id, then idxVal
 	dimKeys   [][]byte // per-value index entries (model, error code)
 	dimKeyArr [2][]byte
 	refKeys   [][]byte
+	refKeyArr [2][]byte
 	acctVal   []byte
 	ledger    []byte // ledger entry (JSON) under ledgerID
 	ledgID    uint64
@@ -138,6 +142,9 @@ func (b *books) record(e *entry, payload []byte) error {
 		}
 	}
 	b.seq, e.seq = seq, seq
+	if cap(b.scratch) > 64<<10 {
+		b.scratch = nil // a large task answer is not kept
+	}
 	if len(b.queue) == 0 {
 		nudge(b.work)
 	}
@@ -310,8 +317,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	}
 	defer s.mu.RUnlock()
 	e := &entry{kind: kindSettle, account: r.AccountID, holdID: st.HoldID, charge: st.Charge}
-	e.rowVal = encodeRow(make([]byte, 0, 256), r)
-	settleKeys(e, r)
+	settleKeys(e, r, true)
 
 	b := s.books
 	var w *store.Wallet
@@ -347,7 +353,8 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 		return err
 	}
 	setRowID(e, id)
-	if err := b.record(e, settlePayload(e, id)); err != nil {
+	b.scratch = settlePayload(b.scratch[:0], e, id)
+	if err := b.record(e, b.scratch); err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -378,56 +385,122 @@ func moved(w store.Wallet, dBalance, dHeld money.Nano) (store.Wallet, error) {
 	return w, nil
 }
 
-// settleKeys prepares a settlement's index value and keys; the row id in
-// the keys is filled in by setRowID.
-func settleKeys(e *entry, r *store.LogRow) {
+// settleKeys prepares a settlement's row value (when row is set; a
+// replayed one has it already), index value and keys, all in one
+// allocation; the row id in the keys is filled in by setRowID.
+func settleKeys(e *entry, r *store.LogRow, row bool) {
 	e.causeReq, e.causeTask, e.at = r.RequestID, r.TaskID, r.CreatedAt
-	e.idxVal = encodeIndex(make([]byte, 0, 16+len(r.Status)+len(r.Model)+len(r.UnitType)+len(r.ErrorCode)), r)
-	e.idxKeys = append(e.idxKeys, appendPos(logAcctPrefix(r.AccountID), r.CreatedAt, 0))
-	if r.KeyID != "" {
-		e.idxKeys = append(e.idxKeys, appendPos(logKeyPrefix(r.AccountID, r.KeyID), r.CreatedAt, 0))
-	}
 	// Per-value indexes bound a page filtered on a rare model or error
-	// code by the rows that have it, not by the window. Their keys and
-	// value share one allocation.
+	// code by the rows that have it, not by the window. A ref with a NUL
+	// byte is not indexed: Ref queries cannot name it.
 	model, code := validID(r.Model), validID(r.ErrorCode)
+	req, task := validID(r.RequestID), r.TaskID != r.RequestID && validID(r.TaskID)
+	idxLen := 16 + len(r.Status) + len(r.Model) + len(r.UnitType) + len(r.ErrorCode) + 3*binary.MaxVarintLen64
+	scope := len(r.AccountID) + 1 + posLen
+	n := len(pLog) + 8 + idxLen + len(pLogAcct) + scope
+	if r.KeyID != "" {
+		n += len(pLogKey) + scope + len(r.KeyID) + 1
+	}
 	if model || code {
-		scope := len(r.AccountID) + 1 + 1 + posLen
-		n := len(r.KeyID) + binary.MaxVarintLen64 + len(e.idxVal)
-		if model {
-			n += len(pLogMod) + scope + len(r.Model)
-		}
-		if code {
-			n += len(pLogErr) + scope + len(r.ErrorCode)
-		}
-		buf := make([]byte, 0, n)
-		dimKey := func(dim, value string) {
-			start := len(buf)
-			buf = append(append(append(append(append(buf, dim...), r.AccountID...), sep), value...), sep)
-			buf = appendPos(buf, r.CreatedAt, 0)
-			e.dimKeys = append(e.dimKeys, buf[start:len(buf):len(buf)])
-		}
-		e.dimKeys = e.dimKeyArr[:0]
-		if model {
-			dimKey(pLogMod, r.Model)
-		}
-		if code {
-			dimKey(pLogErr, r.ErrorCode)
-		}
-		start := len(buf)
-		buf = appendDimValue(buf, r.KeyID, e.idxVal)
-		e.dimVal = buf[start:len(buf):len(buf)]
+		n += binary.MaxVarintLen64 + len(r.KeyID) + idxLen
 	}
-	// A ref with a NUL byte is not indexed: Ref queries cannot name it.
-	if validID(r.RequestID) {
-		e.refKeys = append(e.refKeys, appendID(logRefPrefix(r.RequestID), 0))
+	if model {
+		n += len(pLogMod) + scope + len(r.Model) + 1
 	}
-	if r.TaskID != r.RequestID && validID(r.TaskID) {
-		e.refKeys = append(e.refKeys, appendID(logRefPrefix(r.TaskID), 0))
+	if code {
+		n += len(pLogErr) + scope + len(r.ErrorCode) + 1
+	}
+	if req {
+		n += len(pLogRef) + len(r.RequestID) + 1 + 8
+	}
+	if task {
+		n += len(pLogRef) + len(r.TaskID) + 1 + 8
+	}
+	if row {
+		n += 256
+	}
+	// The parts are appended to buf and cut from it by their bounds once
+	// it stops growing (a large row may still grow it, once).
+	buf := make([]byte, 0, n)
+	var bounds [10]int
+	nb := 0
+	mark := func() { bounds[nb] = len(buf); nb++ }
+	key := func(prefix string, parts ...string) {
+		buf = append(buf, prefix...)
+		for _, p := range parts {
+			buf = append(append(buf, p...), sep)
+		}
+		buf = appendPos(buf, r.CreatedAt, 0)
+		mark()
+	}
+	buf = appendID(append(buf, pLog...), 0)
+	mark()
+	buf = encodeIndex(buf, r)
+	mark()
+	key(pLogAcct, r.AccountID)
+	if r.KeyID != "" {
+		key(pLogKey, r.AccountID, r.KeyID)
+	}
+	if model {
+		key(pLogMod, r.AccountID, r.Model)
+	}
+	if code {
+		key(pLogErr, r.AccountID, r.ErrorCode)
+	}
+	if model || code {
+		buf = appendDimValue(buf, r.KeyID, buf[bounds[0]:bounds[1]])
+		mark()
+	}
+	if req {
+		buf = appendID(append(append(append(buf, pLogRef...), r.RequestID...), sep), 0)
+		mark()
+	}
+	if task {
+		buf = appendID(append(append(append(buf, pLogRef...), r.TaskID...), sep), 0)
+		mark()
+	}
+	if row {
+		buf = encodeRow(buf, r)
+		mark()
+	}
+	i, start := 0, 0
+	next := func() []byte {
+		end := bounds[i]
+		i++
+		b := buf[start:end:end]
+		start = end
+		return b
+	}
+	e.logKey = next()
+	e.idxVal = next()
+	e.idxKeys = append(e.idxKeyArr[:0], next())
+	if r.KeyID != "" {
+		e.idxKeys = append(e.idxKeys, next())
+	}
+	e.dimKeys = e.dimKeyArr[:0]
+	if model {
+		e.dimKeys = append(e.dimKeys, next())
+	}
+	if code {
+		e.dimKeys = append(e.dimKeys, next())
+	}
+	if model || code {
+		e.dimVal = next()
+	}
+	e.refKeys = e.refKeyArr[:0]
+	if req {
+		e.refKeys = append(e.refKeys, next())
+	}
+	if task {
+		e.refKeys = append(e.refKeys, next())
+	}
+	if row {
+		e.rowVal = next()
 	}
 }
 
 func setRowID(e *entry, id uint64) {
+	putID(e.logKey, id)
 	for _, k := range e.idxKeys {
 		putID(k, id)
 	}
@@ -439,11 +512,13 @@ func setRowID(e *entry, id uint64) {
 	}
 }
 
-// rowID reads the row id back from a settlement's index key.
-func (e *entry) rowID() uint64 { return tailID(e.idxKeys[0]) }
+// rowID reads the row id back from a settlement's row key.
+func (e *entry) rowID() uint64 { return tailID(e.logKey) }
 
-func settlePayload(e *entry, id uint64) []byte {
-	p := enc{make([]byte, 0, 48+len(e.holdID)+len(e.account)+len(e.keyID)+len(e.rowVal))}
+// settlePayload appends a settlement's journal record to b: the books'
+// scratch buffer (b.mu held), which the journal copies.
+func settlePayload(b []byte, e *entry, id uint64) []byte {
+	p := enc{b}
 	p.str(e.holdID)
 	p.str(e.account)
 	p.str(e.keyID)
@@ -763,6 +838,7 @@ func (s *Store) applyEntries(es []*entry) (int, error) {
 func (s *Store) commitEntries(es []*entry) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
+	set := &entrySetter{txn: txn, ents: make([]badger.Entry, 0, 6*len(es)+8)}
 	placed := map[string]bool{}
 	for _, e := range es {
 		if e.kind == kindHold {
@@ -795,13 +871,13 @@ func (s *Store) commitEntries(es []*entry) error {
 			var w *store.Wallet
 			if w, err = wallet(e.account); err == nil {
 				if *w, err = moved(*w, 0, e.amount); err == nil && !settled[e.holdID] {
-					err = txn.Set(holdKey(e.holdID), e.holdVal)
+					err = set.set(holdKey(e.holdID), e.holdVal)
 				}
 			}
 		case kindSettle:
-			err = s.writeSettlement(txn, e, placed[e.holdID], wallet, keyUse)
+			err = s.writeSettlement(set, e, placed[e.holdID], wallet, keyUse)
 		case kindFinish:
-			err = s.writeSettlement(txn, e, placed[e.holdID], wallet, keyUse)
+			err = s.writeSettlement(set, e, placed[e.holdID], wallet, keyUse)
 			if err == nil {
 				err = writeFinish(txn, e)
 			}
@@ -866,7 +942,7 @@ func (s *Store) commitEntries(es []*entry) error {
 	return txn.Commit()
 }
 
-func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
+func (s *Store) writeSettlement(set *entrySetter, e *entry, placedHere bool,
 	wallet func(string) (*store.Wallet, error), keyUse map[string]money.Nano) error {
 	if e.holdID != "" {
 		w, err := wallet(e.account)
@@ -877,7 +953,7 @@ func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
 			return err
 		}
 		if !placedHere {
-			if err := txn.Delete(holdKey(e.holdID)); err != nil {
+			if err := set.txn.Delete(holdKey(e.holdID)); err != nil {
 				return err
 			}
 		}
@@ -889,25 +965,41 @@ func (s *Store) writeSettlement(txn *badger.Txn, e *entry, placedHere bool,
 			keyUse[e.keyID] = use
 		}
 	}
-	if err := txn.Set(logKey(e.rowID()), e.rowVal); err != nil {
+	if err := set.set(e.logKey, e.rowVal); err != nil {
 		return err
 	}
 	for _, k := range e.idxKeys {
-		if err := txn.Set(k, e.idxVal); err != nil {
+		if err := set.set(k, e.idxVal); err != nil {
 			return err
 		}
 	}
 	for _, k := range e.dimKeys {
-		if err := txn.Set(k, e.dimVal); err != nil {
+		if err := set.set(k, e.dimVal); err != nil {
 			return err
 		}
 	}
 	for _, k := range e.refKeys {
-		if err := txn.Set(k, nil); err != nil {
+		if err := set.set(k, nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// entrySetter sets keys in one transaction from Badger entries allocated
+// many at a time (txn.Set makes one per key). An entry belongs to the
+// transaction once set: a full chunk is left to it, never reused.
+type entrySetter struct {
+	txn  *badger.Txn
+	ents []badger.Entry
+}
+
+func (w *entrySetter) set(k, v []byte) error {
+	if len(w.ents) == cap(w.ents) {
+		w.ents = make([]badger.Entry, 0, max(64, cap(w.ents)))
+	}
+	w.ents = append(w.ents, badger.Entry{Key: k, Value: v})
+	return w.txn.SetEntry(&w.ents[len(w.ents)-1])
 }
 
 // replay turns journal records back into moves.
@@ -939,7 +1031,7 @@ func replayEntry(r record, run string) (*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		settleKeys(e, &row)
+		settleKeys(e, &row, false)
 		setRowID(e, id)
 		return e, nil
 	case kindAccount:

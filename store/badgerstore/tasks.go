@@ -423,8 +423,7 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 	defer s.mu.RUnlock()
 	e := &entry{kind: kindFinish, account: r.AccountID, holdID: st.HoldID, charge: st.Charge,
 		taskID: t.ID, taskVal: head, taskBody: t.Result.Body}
-	e.rowVal = encodeRow(make([]byte, 0, 256), r)
-	settleKeys(e, r)
+	settleKeys(e, r, true)
 	b := s.books
 	w, err := s.lockWallet(r.AccountID)
 	if err != nil {
@@ -450,7 +449,8 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 		return err
 	}
 	setRowID(e, id)
-	if err := b.record(e, finishPayload(e, id)); err != nil {
+	b.scratch = finishPayload(b.scratch[:0], e, id)
+	if err := b.record(e, b.scratch); err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -463,8 +463,8 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 	return s.settled(ctx, e.seq, queued)
 }
 
-func finishPayload(e *entry, id uint64) []byte {
-	p := enc{settlePayload(e, id)}
+func finishPayload(b []byte, e *entry, id uint64) []byte {
+	p := enc{settlePayload(b, e, id)}
 	p.str(e.taskID)
 	p.bytes(e.taskVal)
 	p.bytes(e.taskBody)
