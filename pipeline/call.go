@@ -73,9 +73,10 @@ type Call struct {
 	Req       codec.Request
 	Stream    bool
 	Hold      *store.Hold
-	HoldMax   int64 // output tokens the hold covers
-	WireMax   int64 // max tokens sent upstream when the client omitted them (0 = client's own)
-	Estimated int64 // input token estimate
+	hold      store.Hold // what Hold points to: the call's own, no allocation of its own
+	HoldMax   int64      // output tokens the hold covers
+	WireMax   int64      // max tokens sent upstream when the client omitted them (0 = client's own)
+	Estimated int64      // input token estimate
 	// OutLimit is the output limit sent upstream: the client's max
 	// tokens, or the model ceiling sent when it gave none (0 = none).
 	OutLimit int64

@@ -165,7 +165,11 @@ func (s *logStage) row(c *Call) *store.LogRow {
 			c.ModelID = m.Str
 		}
 	}
-	r := &store.LogRow{
+	// The row, its technical view and the view's lists share one
+	// allocation.
+	a := new(rowAlloc)
+	r := &a.row
+	*r = store.LogRow{
 		AccountID:    c.Key.AccountID,
 		CreatedAt:    now,
 		SubmittedAt:  c.Start,
@@ -187,24 +191,33 @@ func (s *logStage) row(c *Call) *store.LogRow {
 		r.ErrorMessage = c.Err.Message
 	}
 	if c.UpstreamCalls > 0 {
-		n := c.UpstreamCalls
-		r.AttemptsCount = &n
+		a.attempts = c.UpstreamCalls
+		r.AttemptsCount = &a.attempts
 	}
 	if j := c.Job; j != nil {
 		r.UnitType = j.Billing.UnitType
-		n := unitCount(j.Units)
+		a.units = unitCount(j.Units)
 		if c.Err != nil || !c.Served {
-			n = 0
+			a.units = 0
 		}
-		r.UnitCount = &n
+		r.UnitCount = &a.units
 		r.TaskID = j.TaskID
 		if c.Err == nil && c.Served {
 			r.ResultURLs = j.URLs
 			r.ResultExpiresAt = j.ExpiresAt
 		}
 	}
-	r.Tech = techView(c)
+	r.Tech = techView(c, &a.tech, &a.kv)
 	return r
+}
+
+// rowAlloc holds a row with what it points to.
+type rowAlloc struct {
+	row      store.LogRow
+	tech     store.TechView
+	kv       [12]store.KV
+	attempts int
+	units    int64
 }
 
 // finishTask ends a job's task in the same store step as its settlement
@@ -254,11 +267,11 @@ func (s *logStage) finishTask(ctx context.Context, c *Call) {
 }
 
 // techView is the row's technical detail (GET /v1/logs/{id}).
-func techView(c *Call) *store.TechView {
-	// One backing array for the three lists (each full-sliced, so one
-	// that outgrows its part moves out instead of writing over the next).
-	kv := make([]store.KV, 0, 12)
-	t := &store.TechView{Request: kv[0:0:4], Upstream: kv[4:4:6], Gateway: kv[6:6:12]}
+// t and kv are the view's storage: one backing array for the three
+// lists (each full-sliced, so one that outgrows its part moves out
+// instead of writing over the next).
+func techView(c *Call, t *store.TechView, kv *[12]store.KV) *store.TechView {
+	*t = store.TechView{Request: kv[0:0:4], Upstream: kv[4:4:6], Gateway: kv[6:6:12]}
 	if c.Job == nil {
 		t.Request = append(t.Request,
 			store.KV{K: "protocol", V: string(c.Protocol)},

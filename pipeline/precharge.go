@@ -181,7 +181,8 @@ func (s *prechargeStage) place(ctx context.Context, c *Call, h store.Hold, what 
 		return apierr.Internal(err)
 	}
 	c.Wallet = w
-	c.Hold = &h
+	c.hold = h
+	c.Hold = &c.hold
 	return nil
 }
 

@@ -319,7 +319,7 @@ func (s *Store) recoverBooks(dir string, o Options) error {
 		return scanPrefix(txn, []byte(pHold), true, func(it *badger.Item) error {
 			return it.Value(func(v []byte) error {
 				h, err := decodeHold(v)
-				b.holds[h.ID] = h
+				b.holds[h.ID] = &h
 				b.heldByKey(h)
 				return err
 			})

@@ -404,8 +404,8 @@ func indexTotals(rest []byte) (cost money.Nano, in, out, cached int64, ok bool) 
 	return money.Nano(f[0]), f[1], f[2], f[3], len(rest) == 0
 }
 
-func encodeHold(h *store.Hold) []byte {
-	e := enc{make([]byte, 0, 64+len(h.ID)+len(h.AccountID)+len(h.KeyID)+len(h.KeyName)+len(h.Model)+len(h.TaskID))}
+func encodeHold(b []byte, h *store.Hold) []byte {
+	e := enc{b}
 	e.byte(vHold)
 	e.str(h.ID)
 	e.str(h.AccountID)

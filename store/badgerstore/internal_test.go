@@ -73,7 +73,7 @@ func TestRecordCodecs(t *testing.T) {
 		t.Fatalf("key round trip = %+v, %v", gotK, err)
 	}
 	h := store.Hold{ID: "h", AccountID: "a", KeyID: "k", KeyName: "n", KeyPrefix: "p", Model: "m", UnitType: "image", Amount: 5, SubmittedAt: ts}
-	gotH, err := decodeHold(encodeHold(&h))
+	gotH, err := decodeHold(encodeHold(nil, &h))
 	if err != nil || gotH != h {
 		t.Fatalf("hold round trip = %+v, %v", gotH, err)
 	}

@@ -42,7 +42,7 @@ const defaultApplyDelay = 20 * time.Millisecond
 type books struct {
 	mu      sync.Mutex
 	wallets map[string]*store.Wallet // accounts touched since open; Badger holds the others as they are
-	holds   map[string]store.Hold    // every open hold
+	holds   map[string]*store.Hold   // every open hold
 	j       *journal                 // nil in memory mode
 	space   *space                   // nil in memory mode
 	seq     uint64                   // last journal record
@@ -69,6 +69,14 @@ type books struct {
 	discard    bool // tests: stop without applying (a simulated crash)
 	delay      time.Duration
 	done       chan struct{}
+}
+
+// holdEntry is a hold's move with the books' copy of the hold and room
+// for its record.
+type holdEntry struct {
+	entry
+	hold store.Hold
+	val  [160]byte
 }
 
 // entry is one journaled move waiting for Badger, with every key and
@@ -112,7 +120,7 @@ func newBooks(delay time.Duration) *books {
 		delay = defaultApplyDelay
 	}
 	return &books{
-		wallets: map[string]*store.Wallet{}, holds: map[string]store.Hold{},
+		wallets: map[string]*store.Wallet{}, holds: map[string]*store.Hold{},
 		keyHeld: map[string]money.Nano{}, spent: map[string]money.Nano{}, unapplied: map[string]int{},
 		orders:   map[string]*bookedOrder{},
 		caughtUp: make(chan struct{}),
@@ -246,9 +254,13 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 		return store.Wallet{}, err
 	}
 	defer s.mu.RUnlock()
-	val := encodeHold(&h)
-	e := &entry{kind: kindHold, account: h.AccountID, amount: h.Amount, holdID: h.ID, holdVal: val,
+	// The move, the books' copy of the hold and its record share one
+	// allocation.
+	he := &holdEntry{hold: h}
+	val := encodeHold(he.val[:0], &h)
+	he.entry = entry{kind: kindHold, account: h.AccountID, amount: h.Amount, holdID: h.ID, holdVal: val,
 		causeTask: h.TaskID, owner: s.run, at: h.SubmittedAt}
+	e := &he.entry
 	b := s.books
 	w, err := s.lockWallet(h.AccountID)
 	if err == nil && h.SpendCap != nil {
@@ -280,7 +292,7 @@ func (s *Store) PlaceHold(ctx context.Context, h store.Hold) (store.Wallet, erro
 		return store.Wallet{}, err
 	}
 	*w = next
-	b.holds[h.ID] = h
+	b.holds[h.ID] = &he.hold
 	b.heldByKey(h)
 	out, queued := *w, len(b.queue)
 	b.mu.Unlock()
@@ -360,7 +372,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	}
 	if w != nil {
 		*w, _ = moved(*w, -e.charge, -e.amount) // checked above, under the same lock
-		b.closed(b.holds[st.HoldID], e.charge)
+		b.closed(*b.holds[st.HoldID], e.charge)
 		delete(b.holds, st.HoldID)
 	}
 	queued := len(b.queue)
@@ -665,7 +677,7 @@ func (s *Store) OpenHolds(ctx context.Context) ([]store.Hold, error) {
 	defer b.mu.Unlock()
 	out := make([]store.Hold, 0, len(b.holds))
 	for _, h := range b.holds {
-		out = append(out, h)
+		out = append(out, *h)
 	}
 	return out, nil
 }

@@ -455,7 +455,7 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 		return err
 	}
 	*w = next
-	b.closed(h, e.charge)
+	b.closed(*h, e.charge)
 	delete(b.holds, st.HoldID)
 	queued := len(b.queue)
 	b.mu.Unlock()
