@@ -16,7 +16,13 @@ import (
 
 // BenchmarkSettle64 is the request path's store work, a hold then its
 // settlement, from 64 goroutines on one account.
-func BenchmarkSettle64(b *testing.B) {
+func BenchmarkSettle64(b *testing.B) { benchSettle(b, 64) }
+
+// BenchmarkSettle1 is the same one call at a time: what a call at c=1
+// waits for.
+func BenchmarkSettle1(b *testing.B) { benchSettle(b, 1) }
+
+func benchSettle(b *testing.B, conc int) {
 	for _, strict := range []bool{false, true} {
 		b.Run(fmt.Sprintf("strict=%v", strict), func(b *testing.B) {
 			s, err := Open(b.TempDir(), Options{Strict: strict})
@@ -29,21 +35,35 @@ func BenchmarkSettle64(b *testing.B) {
 				b.Fatal(err)
 			}
 			var n atomic.Int64
-			b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			call := func() bool {
+				id := "req-" + strconv.FormatInt(n.Add(1), 10)
+				h := store.Hold{ID: id, AccountID: "a", KeyID: "k", Model: "m", Amount: 1000, SubmittedAt: time.Now()}
+				if _, err := s.PlaceHold(ctx, h); err != nil {
+					b.Error(err)
+					return false
+				}
+				row := &store.LogRow{AccountID: "a", CreatedAt: time.Now(), KeyID: "k", Model: "m",
+					Status: store.StatusSuccess, InputTokens: 100, OutputTokens: 200, Cost: 900, RequestID: id}
+				if err := s.Settle(ctx, store.Settlement{HoldID: id, Charge: 900, Row: row}); err != nil {
+					b.Error(err)
+					return false
+				}
+				return true
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					id := "req-" + strconv.FormatInt(n.Add(1), 10)
-					h := store.Hold{ID: id, AccountID: "a", KeyID: "k", Model: "m", Amount: 1000, SubmittedAt: time.Now()}
-					if _, err := s.PlaceHold(ctx, h); err != nil {
-						b.Error(err)
+			if conc == 1 {
+				for b.Loop() {
+					if !call() {
 						return
 					}
-					row := &store.LogRow{AccountID: "a", CreatedAt: time.Now(), KeyID: "k", Model: "m",
-						Status: store.StatusSuccess, InputTokens: 100, OutputTokens: 200, Cost: 900, RequestID: id}
-					if err := s.Settle(ctx, store.Settlement{HoldID: id, Charge: 900, Row: row}); err != nil {
-						b.Error(err)
+				}
+				return
+			}
+			b.SetParallelism((conc + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if !call() {
 						return
 					}
 				}

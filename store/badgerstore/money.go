@@ -79,6 +79,13 @@ type holdEntry struct {
 	val  [160]byte
 }
 
+// settleEntry is a settlement's move with room for its row, index value
+// and keys (settleKeys), enough for a chat call's.
+type settleEntry struct {
+	entry
+	room [768]byte
+}
+
 // entry is one journaled move waiting for Badger, with every key and
 // value of its writes prepared.
 type entry struct {
@@ -328,8 +335,9 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	e := &entry{kind: kindSettle, account: r.AccountID, holdID: st.HoldID, charge: st.Charge}
-	settleKeys(e, r, true)
+	se := &settleEntry{entry: entry{kind: kindSettle, account: r.AccountID, holdID: st.HoldID, charge: st.Charge}}
+	e := &se.entry
+	settleKeys(e, r, true, se.room[:])
 
 	b := s.books
 	var w *store.Wallet
@@ -400,7 +408,7 @@ func moved(w store.Wallet, dBalance, dHeld money.Nano) (store.Wallet, error) {
 // settleKeys prepares a settlement's row value (when row is set; a
 // replayed one has it already), index value and keys, all in one
 // allocation; the row id in the keys is filled in by setRowID.
-func settleKeys(e *entry, r *store.LogRow, row bool) {
+func settleKeys(e *entry, r *store.LogRow, row bool, room []byte) {
 	e.causeReq, e.causeTask, e.at = r.RequestID, r.TaskID, r.CreatedAt
 	// Per-value indexes bound a page filtered on a rare model or error
 	// code by the rows that have it, not by the window. A ref with a NUL
@@ -433,7 +441,10 @@ func settleKeys(e *entry, r *store.LogRow, row bool) {
 	}
 	// The parts are appended to buf and cut from it by their bounds once
 	// it stops growing (a large row may still grow it, once).
-	buf := make([]byte, 0, n)
+	buf := room[:0]
+	if cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
 	var bounds [10]int
 	nb := 0
 	mark := func() { bounds[nb] = len(buf); nb++ }
@@ -1043,7 +1054,7 @@ func replayEntry(r record, run string) (*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		settleKeys(e, &row, false)
+		settleKeys(e, &row, false, nil)
 		setRowID(e, id)
 		return e, nil
 	case kindAccount:

@@ -423,7 +423,7 @@ func (s *Store) FinishTask(ctx context.Context, t store.Task, st store.Settlemen
 	defer s.mu.RUnlock()
 	e := &entry{kind: kindFinish, account: r.AccountID, holdID: st.HoldID, charge: st.Charge,
 		taskID: t.ID, taskVal: head, taskBody: t.Result.Body}
-	settleKeys(e, r, true)
+	settleKeys(e, r, true, nil)
 	b := s.books
 	w, err := s.lockWallet(r.AccountID)
 	if err != nil {
