@@ -83,7 +83,7 @@ type holdEntry struct {
 // and keys (settleKeys), enough for a chat call's.
 type settleEntry struct {
 	entry
-	room [768]byte
+	room [512]byte
 }
 
 // entry is one journaled move waiting for Badger, with every key and
@@ -437,7 +437,7 @@ func settleKeys(e *entry, r *store.LogRow, row bool, room []byte) {
 		n += len(pLogRef) + len(r.TaskID) + 1 + 8
 	}
 	if row {
-		n += 256
+		n += 224 // a chat call's row is about 200 bytes; a larger one grows buf once
 	}
 	// The parts are appended to buf and cut from it by their bounds once
 	// it stops growing (a large row may still grow it, once).
