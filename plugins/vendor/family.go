@@ -72,6 +72,34 @@ type FamilySpec struct {
 	// Refusals are the statuses of the gateway's own refusals of the
 	// family's calls where they differ from the truth table's 400.
 	Refusals Refusals
+
+	// How the family presents itself, so that the gateway names no
+	// family: Endpoint is the endpoint_type of its models in the pricing
+	// catalog ("" is the family's name); Examples are the calls the start
+	// banner offers to try it with, in order.
+	Endpoint string
+	Examples []Example
+}
+
+// Example is a call the start banner prints to try a family: a GET of
+// Path, or a POST of a JSON body naming the first configured model of
+// Family (the spec's own when "") followed by Body's members. Note
+// follows the command (a comment, or a curl option). Nothing is printed
+// while no model of Family is configured.
+type Example struct {
+	Family string
+	Method string // GET or POST
+	Path   string
+	Body   string // the body's members after "model", without braces
+	Note   string
+}
+
+// EndpointType is the family's endpoint_type in the pricing catalog.
+func (s *FamilySpec) EndpointType() string {
+	if s.Endpoint != "" {
+		return s.Endpoint
+	}
+	return s.Name
 }
 
 // Refusals are the HTTP statuses of two of the gateway's refusals, for

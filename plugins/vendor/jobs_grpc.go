@@ -261,6 +261,10 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 			ModelOptional: s.ModelOptional, ListToExcludesDay: s.ListToExcludesDay, ListStatuses: s.ListStatuses,
 			Record: s.Record, RecordError: s.RecordError, ExpireResults: s.ExpireResults,
 			NotAllowedStatus: int32(s.Refusals.NotAllowed), NotFoundStatus: int32(s.Refusals.NotFound),
+			EndpointType: s.Endpoint,
+		}
+		for _, e := range s.Examples {
+			p.Examples = append(p.Examples, &vendorv1.Example{Family: e.Family, Method: e.Method, Path: e.Path, Body: e.Body, Note: e.Note})
 		}
 		for _, c := range s.Caps {
 			p.Caps = append(p.Caps, &vendorv1.CapField{Path: c.Path, Setting: c.Setting, Kind: c.Kind})
@@ -303,6 +307,10 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			ModelOptional: p.GetModelOptional(),
 			Record:        p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
 			Refusals: Refusals{NotAllowed: int(p.GetNotAllowedStatus()), NotFound: int(p.GetNotFoundStatus())},
+			Endpoint: p.GetEndpointType(),
+		}
+		for _, e := range p.GetExamples() {
+			s.Examples = append(s.Examples, Example{Family: e.GetFamily(), Method: e.GetMethod(), Path: e.GetPath(), Body: e.GetBody(), Note: e.GetNote()})
 		}
 		for _, c := range p.GetCaps() {
 			s.Caps = append(s.Caps, CapField{Path: c.GetPath(), Setting: c.GetSetting(), Kind: c.GetKind()})

@@ -78,6 +78,9 @@ func TestJobsContractRoundTrip(t *testing.T) {
 		Record: true, RecordError: vendor.RecordErrorMessage, ExpireResults: true,
 		Caps:     []vendor.CapField{{Path: "duration.max", Setting: "max_duration", Kind: vendor.CapInt}},
 		Refusals: vendor.Refusals{NotAllowed: 403, NotFound: 404},
+		Endpoint: "videos",
+		Examples: []vendor.Example{{Method: "GET", Path: "/v1/x", Note: "   # pick one"},
+			{Family: "other", Method: "POST", Path: "/v1/x", Body: `"prompt": "p"`}},
 		Routes: []vendor.FamilyRoute{
 			{Method: "POST", Path: "/v1/x", Kind: vendor.RouteCreate, Operation: "make", Multipart: true, MaxBody: 9, Async: vendor.AsyncField,
 				UnitType: "avatar", PriceUnit: "per_call", TaskPrefix: "avt_", Model: "m-create", StatusWords: map[string]string{"succeeded": "ready"},

@@ -77,6 +77,9 @@ func Spec() vendor.FamilySpec {
 	// at most, and one cut by a restart polls on.
 	s.MaxRuntime = time.Hour
 	s.Refusals = rules.Rule9
+	s.Examples = []vendor.Example{{Method: http.MethodPost, Path: video.Path,
+		Body: `"avatar": "anna", "voice": "alloy", "text": "Welcome to the toll road.", "duration": 5`,
+		Note: "   # a preset avatar speaks; then " + video.Poll}}
 	return s
 }
 

@@ -55,6 +55,16 @@ func Spec() vendor.FamilySpec {
 			Operation: OpTemplates, Model: Model, Gate: Model},
 	)
 	s.Refusals = rules.Rule9
+	// The editing flow: pick a template, recognise a video's speech (the
+	// subtitle family), compose with the recognition's asr_id.
+	s.Examples = []vendor.Example{
+		{Method: http.MethodGet, Path: "/v1/videos/clip-templates", Note: "   # editing: pick a template"},
+		{Family: subtitle.Family, Method: http.MethodPost, Path: "/v1/videos/clip-subtitles",
+			Body: `"video_url": "https://example.com/v/talk.mp4"`, Note: "   # recognise; its asr_id composes:"},
+		{Method: http.MethodPost, Path: video.Path,
+			Body: `"video_url": "https://example.com/v/talk.mp4", "asr_id": "ASR_ID", "video_style_id": "talk-01"`,
+			Note: "   # then " + video.Poll},
+	}
 	return s
 }
 

@@ -68,5 +68,8 @@ func Spec() vendor.FamilySpec {
 		// The spec's interruption rule: an async image cut by a restart
 		// fails, refunded in full.
 		ResumeAfterRestart: false,
+		Endpoint:           "images",
+		Examples: []vendor.Example{{Method: http.MethodPost, Path: PathGenerations,
+			Body: `"prompt": "a lighthouse at dusk"`}},
 	}
 }

@@ -9,6 +9,8 @@
 package lipsync
 
 import (
+	"net/http"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/plugins/family/rules"
@@ -23,6 +25,9 @@ const Family = "lipsync"
 func Spec() vendor.FamilySpec {
 	s := video.Joined(Family, "per_second")
 	s.Refusals = rules.Rule9
+	s.Examples = []vendor.Example{{Method: http.MethodPost, Path: video.Path,
+		Body: `"source_video_url": "https://example.com/v/talk.mp4", "audio_url": "https://example.com/a/hello.wav", "duration": 1`,
+		Note: "   # lip sync; then " + video.Poll}}
 	return s
 }
 

@@ -11,6 +11,7 @@
 package motion
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -35,6 +36,9 @@ const (
 func Spec() vendor.FamilySpec {
 	s := video.Joined(Family, "per_second")
 	s.Refusals = rules.Rule9
+	s.Examples = []vendor.Example{{Method: http.MethodPost, Path: video.Path,
+		Body: `"source_video_url": "https://example.com/v/dance.mp4", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/p/ada.jpg"}}], "face_count": 1, "resolution": "fast", "duration": 1`,
+		Note: "   # motion transfer; then " + video.Poll}}
 	return s
 }
 

@@ -37,6 +37,8 @@ func Spec() vendor.FamilySpec {
 			{Method: http.MethodPost, Path: "/v1/search", Kind: vendor.RouteCreate, Operation: OpSearch, MaxBody: 64 << 10},
 		},
 		AttemptTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, ModelOptional: true,
+		Examples: []vendor.Example{{Method: http.MethodPost, Path: "/v1/search",
+			Body: `"query": "toll roads of europe", "max_results": 3`}},
 	}
 }
 

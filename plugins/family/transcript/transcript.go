@@ -32,6 +32,8 @@ func Spec() vendor.FamilySpec {
 			{Method: http.MethodPost, Path: "/v1/transcripts/extract", Kind: vendor.RouteCreate, Operation: OpExtract, MaxBody: 64 << 10},
 		},
 		AttemptTimeout: 240 * time.Second, CallTimeout: 280 * time.Second, ModelOptional: true,
+		Examples: []vendor.Example{{Method: http.MethodPost, Path: "/v1/transcripts/extract",
+			Body: `"url": "https://example.com/v/123"`}},
 	}
 }
 

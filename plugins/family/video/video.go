@@ -65,6 +65,8 @@ const DefaultMaxRefs = 16
 const (
 	Path   = "/v1/videos/generations"
 	Prefix = "vid_"
+	// Poll is how a task of the route is read, as the banner says it.
+	Poll = "GET " + Path + "/{id}"
 )
 
 // Statuses are the words of the route's tasks, its list filter.
@@ -105,6 +107,9 @@ func Spec() vendor.FamilySpec {
 			{Path: "audio", Setting: SettingAudio, Kind: vendor.CapBool},
 			{Path: "resolutions", Setting: SettingResolutions, Kind: vendor.CapList},
 		},
+		Endpoint: "videos",
+		Examples: []vendor.Example{{Method: http.MethodPost, Path: Path,
+			Body: `"prompt": "waves on a pier", "duration": 5`, Note: "   # then " + Poll}},
 	}
 }
 
@@ -115,7 +120,7 @@ func Spec() vendor.FamilySpec {
 // and may add routes and its own refusal statuses.
 func Joined(name, priceUnit string, refs ...vendor.RefField) vendor.FamilySpec {
 	s := Spec()
-	s.Name, s.PriceUnit, s.Caps = name, priceUnit, nil
+	s.Name, s.PriceUnit, s.Caps, s.Examples = name, priceUnit, nil, nil
 	s.Routes = Routes(priceUnit, refs...)
 	return s
 }

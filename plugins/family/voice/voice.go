@@ -54,6 +54,9 @@ func Spec() vendor.FamilySpec {
 		ListStatuses:   []string{"ready"},
 		AttemptTimeout: 120 * time.Second, CallTimeout: 180 * time.Second, MaxRuntime: 180 * time.Second,
 		ModelOptional: true, Record: true, RecordError: vendor.RecordErrorMessage,
+		Endpoint: "audio",
+		Examples: []vendor.Example{{Method: http.MethodPost, Path: "/v1/audio/voices",
+			Body: `"name": "Ada", "audio_url": "https://example.com/ada.wav"`}},
 	}
 }
 

@@ -263,8 +263,13 @@ type FamilySpec struct {
 	// 0: 400.
 	NotAllowedStatus int32 `protobuf:"varint,24,opt,name=not_allowed_status,json=notAllowedStatus,proto3" json:"not_allowed_status,omitempty"`
 	NotFoundStatus   int32 `protobuf:"varint,25,opt,name=not_found_status,json=notFoundStatus,proto3" json:"not_found_status,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The endpoint_type of the family's models in the pricing catalog (""
+	// is the family's name), and the calls the start banner offers to try
+	// the family with.
+	EndpointType  string     `protobuf:"bytes,26,opt,name=endpoint_type,json=endpointType,proto3" json:"endpoint_type,omitempty"`
+	Examples      []*Example `protobuf:"bytes,27,rep,name=examples,proto3" json:"examples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FamilySpec) Reset() {
@@ -472,6 +477,99 @@ func (x *FamilySpec) GetNotFoundStatus() int32 {
 	return 0
 }
 
+func (x *FamilySpec) GetEndpointType() string {
+	if x != nil {
+		return x.EndpointType
+	}
+	return ""
+}
+
+func (x *FamilySpec) GetExamples() []*Example {
+	if x != nil {
+		return x.Examples
+	}
+	return nil
+}
+
+// A call the start banner prints: a GET of path, or a POST of a JSON body
+// naming the first configured model of family (the spec's own when "")
+// followed by body's members; note follows the command.
+type Example struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Family        string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Method        string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Body          string                 `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
+	Note          string                 `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Example) Reset() {
+	*x = Example{}
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Example) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Example) ProtoMessage() {}
+
+func (x *Example) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Example.ProtoReflect.Descriptor instead.
+func (*Example) Descriptor() ([]byte, []int) {
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Example) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Example) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *Example) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Example) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+func (x *Example) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 type CapField struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Dotted path in the caps object; the setting; list, int or bool.
@@ -484,7 +582,7 @@ type CapField struct {
 
 func (x *CapField) Reset() {
 	*x = CapField{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +594,7 @@ func (x *CapField) String() string {
 func (*CapField) ProtoMessage() {}
 
 func (x *CapField) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[3]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +607,7 @@ func (x *CapField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapField.ProtoReflect.Descriptor instead.
 func (*CapField) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{3}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CapField) GetPath() string {
@@ -577,7 +675,7 @@ type FamilyRoute struct {
 
 func (x *FamilyRoute) Reset() {
 	*x = FamilyRoute{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +687,7 @@ func (x *FamilyRoute) String() string {
 func (*FamilyRoute) ProtoMessage() {}
 
 func (x *FamilyRoute) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[4]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +700,7 @@ func (x *FamilyRoute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FamilyRoute.ProtoReflect.Descriptor instead.
 func (*FamilyRoute) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{4}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FamilyRoute) GetMethod() string {
@@ -742,7 +840,7 @@ type RefField struct {
 
 func (x *RefField) Reset() {
 	*x = RefField{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +852,7 @@ func (x *RefField) String() string {
 func (*RefField) ProtoMessage() {}
 
 func (x *RefField) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[5]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +865,7 @@ func (x *RefField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefField.ProtoReflect.Descriptor instead.
 func (*RefField) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{5}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RefField) GetField() string {
@@ -798,7 +896,7 @@ type ListSpec struct {
 
 func (x *ListSpec) Reset() {
 	*x = ListSpec{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +908,7 @@ func (x *ListSpec) String() string {
 func (*ListSpec) ProtoMessage() {}
 
 func (x *ListSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[6]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +921,7 @@ func (x *ListSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpec.ProtoReflect.Descriptor instead.
 func (*ListSpec) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{6}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListSpec) GetStatuses() []string {
@@ -875,7 +973,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +985,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[7]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +998,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{7}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Channel) GetName() string {
@@ -957,7 +1055,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1067,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[8]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1080,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{8}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConfigureRequest) GetChannels() []*Channel {
@@ -1021,7 +1119,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1131,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[9]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1144,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{9}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
 }
 
 type ChatRequest struct {
@@ -1080,7 +1178,7 @@ type ChatRequest struct {
 
 func (x *ChatRequest) Reset() {
 	*x = ChatRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1190,7 @@ func (x *ChatRequest) String() string {
 func (*ChatRequest) ProtoMessage() {}
 
 func (x *ChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[10]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1203,7 @@ func (x *ChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatRequest.ProtoReflect.Descriptor instead.
 func (*ChatRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{10}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ChatRequest) GetChannel() string {
@@ -1201,7 +1299,7 @@ type CancelCallRequest struct {
 
 func (x *CancelCallRequest) Reset() {
 	*x = CancelCallRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1311,7 @@ func (x *CancelCallRequest) String() string {
 func (*CancelCallRequest) ProtoMessage() {}
 
 func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[11]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1324,7 @@ func (x *CancelCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelCallRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{11}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelCallRequest) GetCallId() uint64 {
@@ -1244,7 +1342,7 @@ type CancelCallResponse struct {
 
 func (x *CancelCallResponse) Reset() {
 	*x = CancelCallResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1354,7 @@ func (x *CancelCallResponse) String() string {
 func (*CancelCallResponse) ProtoMessage() {}
 
 func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[12]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1367,7 @@ func (x *CancelCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelCallResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{12}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
 }
 
 type Failure struct {
@@ -1282,7 +1380,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1392,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[13]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1405,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{13}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Failure) GetKind() FailureKind {
@@ -1339,7 +1437,7 @@ type ChatResponse struct {
 
 func (x *ChatResponse) Reset() {
 	*x = ChatResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1449,7 @@ func (x *ChatResponse) String() string {
 func (*ChatResponse) ProtoMessage() {}
 
 func (x *ChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[14]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1462,7 @@ func (x *ChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResponse.ProtoReflect.Descriptor instead.
 func (*ChatResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{14}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ChatResponse) GetStatus() int32 {
@@ -1407,7 +1505,7 @@ type Head struct {
 
 func (x *Head) Reset() {
 	*x = Head{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1517,7 @@ func (x *Head) String() string {
 func (*Head) ProtoMessage() {}
 
 func (x *Head) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[15]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1530,7 @@ func (x *Head) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Head.ProtoReflect.Descriptor instead.
 func (*Head) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{15}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Head) GetStatus() int32 {
@@ -1468,7 +1566,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1578,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[16]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1591,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{16}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetEvent() string {
@@ -1524,7 +1622,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1634,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[17]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1647,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{17}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StreamFrame) GetFrame() isStreamFrame_Frame {
@@ -1618,7 +1716,7 @@ type OpenDataPlaneRequest struct {
 
 func (x *OpenDataPlaneRequest) Reset() {
 	*x = OpenDataPlaneRequest{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1728,7 @@ func (x *OpenDataPlaneRequest) String() string {
 func (*OpenDataPlaneRequest) ProtoMessage() {}
 
 func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[18]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1741,7 @@ func (x *OpenDataPlaneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneRequest.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneRequest) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{18}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OpenDataPlaneRequest) GetVersions() []uint32 {
@@ -1670,7 +1768,7 @@ type OpenDataPlaneResponse struct {
 
 func (x *OpenDataPlaneResponse) Reset() {
 	*x = OpenDataPlaneResponse{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1780,7 @@ func (x *OpenDataPlaneResponse) String() string {
 func (*OpenDataPlaneResponse) ProtoMessage() {}
 
 func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[19]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1793,7 @@ func (x *OpenDataPlaneResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenDataPlaneResponse.ProtoReflect.Descriptor instead.
 func (*OpenDataPlaneResponse) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{19}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OpenDataPlaneResponse) GetVersion() uint32 {
@@ -1752,7 +1850,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[20]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1862,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[20]
+	mi := &file_proto_vendorplugin_v1_vendor_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1875,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{20}
+	return file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EventBatch) GetEvents() []*Event {
@@ -1798,7 +1896,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\tprotocols\x18\x02 \x03(\tR\tprotocols\x12\x1a\n" +
 	"\bfamilies\x18\x03 \x03(\tR\bfamilies\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12A\n" +
-	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xcd\b\n" +
+	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xab\t\n" +
 	"\n" +
 	"FamilySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
@@ -1828,10 +1926,18 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x0eexpire_results\x18\x16 \x01(\bR\rexpireResults\x120\n" +
 	"\x04caps\x18\x17 \x03(\v2\x1c.tollgate.vendor.v1.CapFieldR\x04caps\x12,\n" +
 	"\x12not_allowed_status\x18\x18 \x01(\x05R\x10notAllowedStatus\x12(\n" +
-	"\x10not_found_status\x18\x19 \x01(\x05R\x0enotFoundStatus\x1a>\n" +
+	"\x10not_found_status\x18\x19 \x01(\x05R\x0enotFoundStatus\x12#\n" +
+	"\rendpoint_type\x18\x1a \x01(\tR\fendpointType\x127\n" +
+	"\bexamples\x18\x1b \x03(\v2\x1b.tollgate.vendor.v1.ExampleR\bexamples\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"L\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +
+	"\aExample\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x12\n" +
+	"\x04body\x18\x04 \x01(\tR\x04body\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\"L\n" +
 	"\bCapField\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\asetting\x18\x02 \x01(\tR\asetting\x12\x12\n" +
@@ -1976,75 +2082,77 @@ func file_proto_vendorplugin_v1_vendor_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_vendorplugin_v1_vendor_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_proto_vendorplugin_v1_vendor_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_proto_vendorplugin_v1_vendor_proto_goTypes = []any{
 	(FailureKind)(0),              // 0: tollgate.vendor.v1.FailureKind
 	(*DescribeRequest)(nil),       // 1: tollgate.vendor.v1.DescribeRequest
 	(*DescribeResponse)(nil),      // 2: tollgate.vendor.v1.DescribeResponse
 	(*FamilySpec)(nil),            // 3: tollgate.vendor.v1.FamilySpec
-	(*CapField)(nil),              // 4: tollgate.vendor.v1.CapField
-	(*FamilyRoute)(nil),           // 5: tollgate.vendor.v1.FamilyRoute
-	(*RefField)(nil),              // 6: tollgate.vendor.v1.RefField
-	(*ListSpec)(nil),              // 7: tollgate.vendor.v1.ListSpec
-	(*Channel)(nil),               // 8: tollgate.vendor.v1.Channel
-	(*ConfigureRequest)(nil),      // 9: tollgate.vendor.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),     // 10: tollgate.vendor.v1.ConfigureResponse
-	(*ChatRequest)(nil),           // 11: tollgate.vendor.v1.ChatRequest
-	(*CancelCallRequest)(nil),     // 12: tollgate.vendor.v1.CancelCallRequest
-	(*CancelCallResponse)(nil),    // 13: tollgate.vendor.v1.CancelCallResponse
-	(*Failure)(nil),               // 14: tollgate.vendor.v1.Failure
-	(*ChatResponse)(nil),          // 15: tollgate.vendor.v1.ChatResponse
-	(*Head)(nil),                  // 16: tollgate.vendor.v1.Head
-	(*Event)(nil),                 // 17: tollgate.vendor.v1.Event
-	(*StreamFrame)(nil),           // 18: tollgate.vendor.v1.StreamFrame
-	(*OpenDataPlaneRequest)(nil),  // 19: tollgate.vendor.v1.OpenDataPlaneRequest
-	(*OpenDataPlaneResponse)(nil), // 20: tollgate.vendor.v1.OpenDataPlaneResponse
-	(*EventBatch)(nil),            // 21: tollgate.vendor.v1.EventBatch
-	nil,                           // 22: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
-	nil,                           // 23: tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
-	nil,                           // 24: tollgate.vendor.v1.Channel.SettingsEntry
-	nil,                           // 25: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	nil,                           // 26: tollgate.vendor.v1.ChatRequest.HeadersEntry
-	nil,                           // 27: tollgate.vendor.v1.ChatResponse.HeadersEntry
-	nil,                           // 28: tollgate.vendor.v1.Head.HeadersEntry
+	(*Example)(nil),               // 4: tollgate.vendor.v1.Example
+	(*CapField)(nil),              // 5: tollgate.vendor.v1.CapField
+	(*FamilyRoute)(nil),           // 6: tollgate.vendor.v1.FamilyRoute
+	(*RefField)(nil),              // 7: tollgate.vendor.v1.RefField
+	(*ListSpec)(nil),              // 8: tollgate.vendor.v1.ListSpec
+	(*Channel)(nil),               // 9: tollgate.vendor.v1.Channel
+	(*ConfigureRequest)(nil),      // 10: tollgate.vendor.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 11: tollgate.vendor.v1.ConfigureResponse
+	(*ChatRequest)(nil),           // 12: tollgate.vendor.v1.ChatRequest
+	(*CancelCallRequest)(nil),     // 13: tollgate.vendor.v1.CancelCallRequest
+	(*CancelCallResponse)(nil),    // 14: tollgate.vendor.v1.CancelCallResponse
+	(*Failure)(nil),               // 15: tollgate.vendor.v1.Failure
+	(*ChatResponse)(nil),          // 16: tollgate.vendor.v1.ChatResponse
+	(*Head)(nil),                  // 17: tollgate.vendor.v1.Head
+	(*Event)(nil),                 // 18: tollgate.vendor.v1.Event
+	(*StreamFrame)(nil),           // 19: tollgate.vendor.v1.StreamFrame
+	(*OpenDataPlaneRequest)(nil),  // 20: tollgate.vendor.v1.OpenDataPlaneRequest
+	(*OpenDataPlaneResponse)(nil), // 21: tollgate.vendor.v1.OpenDataPlaneResponse
+	(*EventBatch)(nil),            // 22: tollgate.vendor.v1.EventBatch
+	nil,                           // 23: tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	nil,                           // 24: tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
+	nil,                           // 25: tollgate.vendor.v1.Channel.SettingsEntry
+	nil,                           // 26: tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	nil,                           // 27: tollgate.vendor.v1.ChatRequest.HeadersEntry
+	nil,                           // 28: tollgate.vendor.v1.ChatResponse.HeadersEntry
+	nil,                           // 29: tollgate.vendor.v1.Head.HeadersEntry
 }
 var file_proto_vendorplugin_v1_vendor_proto_depIdxs = []int32{
 	3,  // 0: tollgate.vendor.v1.DescribeResponse.family_specs:type_name -> tollgate.vendor.v1.FamilySpec
-	5,  // 1: tollgate.vendor.v1.FamilySpec.routes:type_name -> tollgate.vendor.v1.FamilyRoute
-	22, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
-	4,  // 3: tollgate.vendor.v1.FamilySpec.caps:type_name -> tollgate.vendor.v1.CapField
-	23, // 4: tollgate.vendor.v1.FamilyRoute.status_words:type_name -> tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
-	6,  // 5: tollgate.vendor.v1.FamilyRoute.refs:type_name -> tollgate.vendor.v1.RefField
-	7,  // 6: tollgate.vendor.v1.FamilyRoute.list:type_name -> tollgate.vendor.v1.ListSpec
-	24, // 7: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
-	8,  // 8: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
-	25, // 9: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
-	26, // 10: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
-	0,  // 11: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
-	27, // 12: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
-	14, // 13: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
-	28, // 14: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
-	16, // 15: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
-	17, // 16: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
-	14, // 17: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
-	17, // 18: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
-	1,  // 19: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
-	9,  // 20: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
-	11, // 21: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
-	11, // 22: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
-	19, // 23: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
-	12, // 24: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
-	2,  // 25: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
-	10, // 26: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
-	15, // 27: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
-	18, // 28: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
-	20, // 29: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
-	13, // 30: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 1: tollgate.vendor.v1.FamilySpec.routes:type_name -> tollgate.vendor.v1.FamilyRoute
+	23, // 2: tollgate.vendor.v1.FamilySpec.status_words:type_name -> tollgate.vendor.v1.FamilySpec.StatusWordsEntry
+	5,  // 3: tollgate.vendor.v1.FamilySpec.caps:type_name -> tollgate.vendor.v1.CapField
+	4,  // 4: tollgate.vendor.v1.FamilySpec.examples:type_name -> tollgate.vendor.v1.Example
+	24, // 5: tollgate.vendor.v1.FamilyRoute.status_words:type_name -> tollgate.vendor.v1.FamilyRoute.StatusWordsEntry
+	7,  // 6: tollgate.vendor.v1.FamilyRoute.refs:type_name -> tollgate.vendor.v1.RefField
+	8,  // 7: tollgate.vendor.v1.FamilyRoute.list:type_name -> tollgate.vendor.v1.ListSpec
+	25, // 8: tollgate.vendor.v1.Channel.settings:type_name -> tollgate.vendor.v1.Channel.SettingsEntry
+	9,  // 9: tollgate.vendor.v1.ConfigureRequest.channels:type_name -> tollgate.vendor.v1.Channel
+	26, // 10: tollgate.vendor.v1.ConfigureRequest.settings:type_name -> tollgate.vendor.v1.ConfigureRequest.SettingsEntry
+	27, // 11: tollgate.vendor.v1.ChatRequest.headers:type_name -> tollgate.vendor.v1.ChatRequest.HeadersEntry
+	0,  // 12: tollgate.vendor.v1.Failure.kind:type_name -> tollgate.vendor.v1.FailureKind
+	28, // 13: tollgate.vendor.v1.ChatResponse.headers:type_name -> tollgate.vendor.v1.ChatResponse.HeadersEntry
+	15, // 14: tollgate.vendor.v1.ChatResponse.failure:type_name -> tollgate.vendor.v1.Failure
+	29, // 15: tollgate.vendor.v1.Head.headers:type_name -> tollgate.vendor.v1.Head.HeadersEntry
+	17, // 16: tollgate.vendor.v1.StreamFrame.head:type_name -> tollgate.vendor.v1.Head
+	18, // 17: tollgate.vendor.v1.StreamFrame.event:type_name -> tollgate.vendor.v1.Event
+	15, // 18: tollgate.vendor.v1.StreamFrame.failure:type_name -> tollgate.vendor.v1.Failure
+	18, // 19: tollgate.vendor.v1.EventBatch.events:type_name -> tollgate.vendor.v1.Event
+	1,  // 20: tollgate.vendor.v1.Vendor.Describe:input_type -> tollgate.vendor.v1.DescribeRequest
+	10, // 21: tollgate.vendor.v1.Vendor.Configure:input_type -> tollgate.vendor.v1.ConfigureRequest
+	12, // 22: tollgate.vendor.v1.Vendor.Chat:input_type -> tollgate.vendor.v1.ChatRequest
+	12, // 23: tollgate.vendor.v1.Vendor.ChatStream:input_type -> tollgate.vendor.v1.ChatRequest
+	20, // 24: tollgate.vendor.v1.Vendor.OpenDataPlane:input_type -> tollgate.vendor.v1.OpenDataPlaneRequest
+	13, // 25: tollgate.vendor.v1.Vendor.CancelCall:input_type -> tollgate.vendor.v1.CancelCallRequest
+	2,  // 26: tollgate.vendor.v1.Vendor.Describe:output_type -> tollgate.vendor.v1.DescribeResponse
+	11, // 27: tollgate.vendor.v1.Vendor.Configure:output_type -> tollgate.vendor.v1.ConfigureResponse
+	16, // 28: tollgate.vendor.v1.Vendor.Chat:output_type -> tollgate.vendor.v1.ChatResponse
+	19, // 29: tollgate.vendor.v1.Vendor.ChatStream:output_type -> tollgate.vendor.v1.StreamFrame
+	21, // 30: tollgate.vendor.v1.Vendor.OpenDataPlane:output_type -> tollgate.vendor.v1.OpenDataPlaneResponse
+	14, // 31: tollgate.vendor.v1.Vendor.CancelCall:output_type -> tollgate.vendor.v1.CancelCallResponse
+	26, // [26:32] is the sub-list for method output_type
+	20, // [20:26] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_proto_vendorplugin_v1_vendor_proto_init() }
@@ -2052,7 +2160,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 	if File_proto_vendorplugin_v1_vendor_proto != nil {
 		return
 	}
-	file_proto_vendorplugin_v1_vendor_proto_msgTypes[17].OneofWrappers = []any{
+	file_proto_vendorplugin_v1_vendor_proto_msgTypes[18].OneofWrappers = []any{
 		(*StreamFrame_Head)(nil),
 		(*StreamFrame_Event)(nil),
 		(*StreamFrame_Failure)(nil),
@@ -2063,7 +2171,7 @@ func file_proto_vendorplugin_v1_vendor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_vendorplugin_v1_vendor_proto_rawDesc), len(file_proto_vendorplugin_v1_vendor_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
