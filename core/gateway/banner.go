@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/tollgate-gw/tollgate/core/admin"
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -28,9 +30,10 @@ type banner struct {
 	addr      string
 	tokenFrom tokenSource
 	plugins   []string
-	scheme    string      // http, or https with TLS
-	command   string      // the binary as the person runs it: bin/tollgate
-	extra     [][2]string // more listeners: label, what
+	specs     []*vendor.FamilySpec // the families the plugins serve: their examples
+	scheme    string               // http, or https with TLS
+	command   string               // the binary as the person runs it: bin/tollgate
+	extra     [][2]string          // more listeners: label, what
 	// console is the web console's address on its own listener; "" when
 	// it is on the main one (or off).
 	console string
@@ -164,22 +167,19 @@ Try it:
       -H "Content-Type: application/json" \
       -d '{"model": "%s", "messages": [{"role": "user", "content": "Hello!"}]}'
 `, d.credit, b.adminCmd("key reveal "+d.keyID), d.raw, b.reach(), d.raw, b.demoModel())
-		for _, t := range tries {
-			m := b.firstOf(t.family)
-			switch {
-			case m == "":
-			case t.get:
+		for _, t := range b.tries() {
+			if t.Method == http.MethodGet {
 				fmt.Fprintf(out, `
     curl -s "http://%s%s" -H "Authorization: Bearer %s"%s
-`, b.reach(), t.path, d.raw, t.after)
-			default:
-				fmt.Fprintf(out, `
+`, b.reach(), t.Path, d.raw, t.Note)
+				continue
+			}
+			fmt.Fprintf(out, `
     curl -s http://%s%s \
       -H "Authorization: Bearer %s" \
       -H "Content-Type: application/json" \
       -d '{"model": "%s", %s}'%s
-`, b.reach(), t.path, d.raw, m, t.body, t.after)
-			}
+`, b.reach(), t.Path, d.raw, t.model, t.Body, t.Note)
 		}
 		fmt.Fprintf(out, `
     curl -s "http://%s/api/v1/ext/wiki/search?q=idempotency" -H "Authorization: Bearer %s"
@@ -236,30 +236,37 @@ func (b *banner) adminCmd(args string) string {
 	return cmd + " " + args
 }
 
-// tries are the lines to try a media family with, one per family, and
-// the editing flow (templates, a recognition, its compose: ASR_ID is the
-// recognition's asr_id); a get line reads.
-var tries = []struct {
-	family, path, body, after string
-	get                       bool
-}{
-	{"image", "/v1/images/generations", `"prompt": "a lighthouse at dusk"`, "", false},
-	{"video", "/v1/videos/generations", `"prompt": "waves on a pier", "duration": 5`, "   # then GET /v1/videos/generations/{id}", false},
-	{"music", "/v1/music/generations", `"prompt": "a sea shanty about toll roads"`, "   # then GET /v1/music/generations/{id}", false},
-	{"speech", "/v1/audio/speech", `"input": "Welcome to the toll road.", "voice": "alloy"`, " -o speech.mp3", false},
-	{"voice", "/v1/audio/voices", `"name": "Ada", "audio_url": "https://example.com/ada.wav"`, "", false},
-	{"transcript", "/v1/transcripts/extract", `"url": "https://example.com/v/123"`, "", false},
-	{"search", "/v1/search", `"query": "toll roads of europe", "max_results": 3`, "", false},
-	{"avatar", "/v1/videos/generations", `"avatar": "anna", "voice": "alloy", "text": "Welcome to the toll road.", "duration": 5`,
-		"   # a preset avatar speaks; then GET /v1/videos/generations/{id}", false},
-	{"lipsync", "/v1/videos/generations", `"source_video_url": "https://example.com/v/talk.mp4", "audio_url": "https://example.com/a/hello.wav", "duration": 1`,
-		"   # lip sync; then GET /v1/videos/generations/{id}", false},
-	{"motion", "/v1/videos/generations", `"source_video_url": "https://example.com/v/dance.mp4", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/p/ada.jpg"}}], "face_count": 1, "resolution": "fast", "duration": 1`,
-		"   # motion transfer; then GET /v1/videos/generations/{id}", false},
-	{"clip", "/v1/videos/clip-templates", "", "   # editing: pick a template", true},
-	{"subtitle", "/v1/videos/clip-subtitles", `"video_url": "https://example.com/v/talk.mp4"`, "   # recognise; its asr_id composes:", false},
-	{"clip", "/v1/videos/generations", `"video_url": "https://example.com/v/talk.mp4", "asr_id": "ASR_ID", "video_style_id": "talk-01"`,
-		"   # then GET /v1/videos/generations/{id}", false},
+// try is a family's example call with the model it names.
+type try struct {
+	vendor.Example
+	model string
+}
+
+// tries are the lines to try each configured family with, in the order
+// the config first names the family: the examples its plugins describe
+// (FamilySpec.Examples), each while its family has a model configured.
+func (b *banner) tries() []try {
+	specs := map[string]*vendor.FamilySpec{}
+	for _, sp := range b.specs {
+		specs[sp.Name] = sp
+	}
+	var out []try
+	for _, f := range b.families() {
+		sp := specs[f.name]
+		if sp == nil {
+			continue
+		}
+		for _, e := range sp.Examples {
+			family := e.Family
+			if family == "" {
+				family = sp.Name
+			}
+			if m := b.firstOf(family); m != "" {
+				out = append(out, try{Example: e, model: m})
+			}
+		}
+	}
+	return out
 }
 
 type familyModels struct {

@@ -395,7 +395,8 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	}
 	addr := ln.Addr().String()
 	g.addr.Store(&addr)
-	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames(), scheme: "http", command: g.o.Command}
+	b := banner{cfg: cfg, addr: addr, tokenFrom: g.tokenFrom, plugins: cfg.PluginNames(), specs: g.families,
+		scheme: "http", command: g.o.Command}
 	if err := b.demo(ctx, g.store, g.svc); err != nil {
 		ln.Close()
 		return err

@@ -267,7 +267,7 @@ func (s *Server) catalogEntry(m *config.Model) catalogEntry {
 	}
 	return catalogEntry{
 		ID: m.ID, Brand: m.OwnedBy, VendorSlug: m.OwnedBy, ProviderSlug: m.OwnedBy, OfficialModelID: m.ID,
-		Pricing: catalogPricing{DisplayName: m.ID, Category: family, EndpointType: endpointType(family), Tiers: tiers},
+		Pricing: catalogPricing{DisplayName: m.ID, Category: family, EndpointType: s.endpointType(family), Tiers: tiers},
 		Billing: catalogBilling{Features: features},
 		Caps: catalogCaps{Family: family, Tools: tools, Reasoning: m.Caps.Reasoning, Vision: m.Caps.Vision,
 			Surfaces: s.surfaces(m), Media: s.mediaCaps(m)},
@@ -286,16 +286,11 @@ func (s *Server) surfaces(m *config.Model) []string {
 	return out
 }
 
-func endpointType(family string) string {
-	switch family {
-	case "chat":
-		return "chat"
-	case "image":
-		return "images"
-	case "speech", "voice":
-		return "audio"
-	case "video", "avatar", "lipsync", "motion", "clip":
-		return "videos"
+// endpointType is a model's endpoint_type in the catalog: what its
+// family's plugins describe, else the family's name (chat's).
+func (s *Server) endpointType(family string) string {
+	if spec := s.specs[family]; spec != nil {
+		return spec.EndpointType()
 	}
 	return family
 }
