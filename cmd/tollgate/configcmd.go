@@ -41,14 +41,14 @@ func configCheck(c *cli.Context, stages *pipeline.Registry) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("config check takes no arguments (give the file with --config), got %q", c.Args().Slice())
 	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "tollgate", Level: hclog.Error, Output: c.App.ErrWriter})
 	cfg, err := loadConfig(c.String("config"))
 	if err != nil {
-		return err
+		return gateway.Recheck(c.Context, gateway.Options{Logger: log, Stages: stages}, err)
 	}
 	for _, w := range cfg.Warnings() {
 		warnf(c, "%s", w)
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "tollgate", Level: hclog.Error, Output: c.App.ErrWriter})
 	if err := gateway.Check(c.Context, gateway.Options{Config: cfg, Logger: log, Stages: stages}); err != nil {
 		return err
 	}

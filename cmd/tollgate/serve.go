@@ -67,7 +67,7 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 			}
 			cfg, err := load()
 			if err != nil {
-				return err
+				return gateway.Recheck(c.Context, gateway.Options{Logger: log}, err)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

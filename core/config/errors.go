@@ -12,6 +12,16 @@ import (
 // one per line, each as "file:line,col-col: where: what".
 type Error struct {
 	Diagnostics hcl.Diagnostics
+	// partial is the file as far as it loaded, when it did not.
+	partial *Config
+}
+
+// Partial is the config as far as the file loaded despite its problems
+// (nil when it is not a load's error): enough to start the plugins it
+// names and add the problems only they can see, so that a file's problems
+// show at once.
+func (e *Error) Partial() *Config {
+	return e.partial
 }
 
 func (e *Error) Error() string {

@@ -20,7 +20,6 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 
-	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
@@ -39,30 +38,48 @@ const (
 	maxInt            = 1_000_000_000
 )
 
-// Families are the endpoint families a model or channel may name.
-var Families = []string{
-	"chat", "image", "video", "music", "speech", "voice", "transcript",
-	"search", "avatar", "lipsync", "motion", "clip", "subtitle",
+// A model or channel may name any family: chat is the core's own, the
+// others are those the vendor plugins describe, so a family name is
+// checked when the plugins are provisioned (unknown family, its price
+// unit), not here.
+
+// chatPriceExample is how a chat model is priced, for a message.
+const chatPriceExample = `chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }`
+
+// noPrice is the problem of a model without a price {} block, with how
+// its family prices it.
+const noPrice = "no price {} block; every model needs a price (%s), or free = true to serve it at no charge on purpose"
+
+// Unpriced reports whether model m has no price {} block and is not
+// free. A model of a plugin's family is checked at provision, where its
+// unit is known (RefuseUnpriced); a chat model on load.
+func (c *Config) Unpriced(m *Model) bool {
+	return !m.Free && m.Price.IsZero() && !c.Has(Ref{Kind: "model", Name: m.ID, Attr: "price"})
 }
 
-// priceUnits are the price {} field a model of each family is usually
-// billed by, for the example of a missing price (each family's plugin
-// names the unit its routes bill; a family not here gets every unit).
-var priceUnits = map[string]string{
-	"image": "per_image", "video": "per_second", "music": "per_generation", "speech": "per_character",
-	"voice": "per_call", "transcript": "per_call", "search": "per_call", "lipsync": "per_second",
-	"motion": "per_second", "clip": "per_call", "subtitle": "per_call",
-}
-
-// priceExample is how a model of family is priced, for a message.
-func priceExample(family string) string {
-	switch u, ok := priceUnits[family]; {
-	case family == "" || family == DefaultFamily || !slices.Contains(Families, family):
-		return `chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }`
-	case ok:
-		return fmt.Sprintf(`%s: per unit, e.g. price { %s = "0.04" }`, english.A(family+" model"), u)
+// RefuseUnpriced is the problem of model m, which has no price {} block;
+// how says how its family prices it ("" for a chat model's tokens).
+func (c *Config) RefuseUnpriced(m *Model, how string) *Error {
+	if how == "" {
+		how = chatPriceExample
 	}
-	return english.A(family+" model") + ": per unit, one of per_image, per_second, per_character, per_call or per_generation"
+	return c.Refuse(Ref{Kind: "model", Name: m.ID}, noPrice, how)
+}
+
+// RefuseItem is Refuse at item of the list attribute ref (at the whole
+// attribute when the item has no place in the file).
+func (c *Config) RefuseItem(ref Ref, item string, format string, args ...any) *Error {
+	e := c.Refuse(ref, format, args...)
+	if r, ok := c.ranges[itemRef(ref, item)]; ok {
+		e.Diagnostics[0].Subject = r.Ptr()
+	}
+	return e
+}
+
+// itemRef is where item of the list attribute ref was written.
+func itemRef(ref Ref, item string) Ref {
+	ref.Attr += "[" + item + "]"
+	return ref
 }
 
 // BuiltinTools are the built-in tools caps.tools and a channel's tools name.
@@ -94,12 +111,12 @@ func parse(src []byte, filename string, lookup func(string) (string, bool)) (*Co
 	}
 	cfg := d.file(file.Body)
 	cfg.Source = filename
-	if d.diags.HasErrors() {
-		sortDiags(d.diags)
-		return nil, &Error{Diagnostics: d.diags}
-	}
 	cfg.ranges = d.ranges
 	cfg.index()
+	if d.diags.HasErrors() {
+		sortDiags(d.diags)
+		return nil, &Error{Diagnostics: d.diags, partial: cfg}
+	}
 	cfg.warnings = d.warnings(cfg)
 	sortDiags(cfg.warnings)
 	return cfg, nil
@@ -708,8 +725,8 @@ func (d *decoder) model(b *hcl.Block, reg *registry) Model {
 	c := d.content(b.Body, modelSchema, where)
 	d.mark(Ref{Kind: "model", Name: m.ID}, b.DefRange, c)
 	d.str(c.Attributes["owned_by"], where, &m.OwnedBy)
-	if a := c.Attributes["family"]; a != nil && d.str(a, where, &m.Family) && !contains(Families, m.Family) {
-		d.errorf(a.Expr.Range(), where, "family: unknown family %q (want one of %s)", m.Family, strings.Join(Families, ", "))
+	if a := c.Attributes["family"]; a != nil && d.str(a, where, &m.Family) && strings.TrimSpace(m.Family) == "" {
+		d.errorf(a.Expr.Range(), where, "family must not be empty (chat, or a family a vendor plugin serves)")
 	}
 	for _, it := range d.strList(c.Attributes["aliases"], where) {
 		switch prev, clash := reg.at[it.v]; {
@@ -783,8 +800,10 @@ func (d *decoder) checkPrice(b *hcl.Block, c *hcl.BodyContent, priceBlock *hcl.B
 	case m.Free && !m.Price.IsZero():
 		d.errorf(c.Attributes["free"].Expr.Range(), where, "free = true and a non-zero price {} contradict each other; keep one")
 	case m.Free:
+	case priceBlock == nil && m.Family != DefaultFamily:
+		// A plugin's family: its unit is known at provision.
 	case priceBlock == nil:
-		d.errorf(b.DefRange, where, "no price {} block; every model needs a price (%s), or free = true to serve it at no charge on purpose", priceExample(m.Family))
+		d.errorf(b.DefRange, where, noPrice, chatPriceExample)
 	case m.Price.IsZero():
 		d.errorf(priceBlock.DefRange, where+" price", "sets no price (every field is 0); set the model's prices, or write free = true on the model to serve it at no charge on purpose")
 	case m.Family == "chat" && m.Price.Input == 0 && m.Price.Output == 0:
@@ -1116,11 +1135,13 @@ func (d *decoder) channel(b *hcl.Block, reg *registry) (ch Channel, enabled bool
 	fa := c.Attributes["families"]
 	for _, it := range d.strList(fa, where) {
 		switch {
-		case !contains(Families, it.v):
-			d.errorf(it.r, where, "families: unknown family %q (want one of %s)", it.v, strings.Join(Families, ", "))
+		case strings.TrimSpace(it.v) == "":
+			d.errorf(it.r, where, "families: a family must not be empty")
 		case contains(ch.Families, it.v):
 			d.errorf(it.r, where, "families: %q is listed twice", it.v)
 		default:
+			// Checked against the plugins' families at provision.
+			d.ranges[itemRef(Ref{Kind: "channel", Name: ch.Name, Attr: "families"}, it.v)] = it.r
 			ch.Families = append(ch.Families, it.v)
 		}
 	}

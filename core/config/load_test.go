@@ -691,9 +691,9 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:3,15-28: channel "c": protocols: want a list of strings, got string`,
 		},
 		{
-			desc: "unknown family",
-			src:  "channel \"c\" {\n  vendor   = \"sim\"\n  families = [\"images\"]\n}",
-			want: `t.hcl:3,15-23: channel "c": families: unknown family "images" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)`,
+			desc: "empty family",
+			src:  "channel \"c\" {\n  vendor   = \"sim\"\n  families = [\"\"]\n}",
+			want: `t.hcl:3,15-17: channel "c": families: a family must not be empty`,
 		},
 		{
 			desc: "channel model not declared",
@@ -776,9 +776,9 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:5,7-10: model id "a" is already an alias (declared at t.hcl:2)`,
 		},
 		{
-			desc: "unknown model family",
-			src:  "model \"m\" {\n  free   = true\n  family = \"embedding\"\n}",
-			want: `t.hcl:3,12-23: model "m": family: unknown family "embedding" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)`,
+			desc: "empty model family",
+			src:  "model \"m\" {\n  free   = true\n  family = \" \"\n}",
+			want: `t.hcl:3,12-15: model "m": family must not be empty (chat, or a family a vendor plugin serves)`,
 		},
 		{
 			desc: "bad translate_from",
@@ -866,10 +866,11 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:1,22-24: pipeline: stages: a stage name must not be empty`,
 		},
 		{
+			// A family's problems (its name, its price unit) are the
+			// plugins' to tell: core/gateway's TestFamilyProblems.
 			desc: "several problems in file order",
-			src:  "model \"m\" { family = \"x\" }\nlimits { rpm = -1 }\nserver { durability = \"y\" }",
+			src:  "model \"m\" {}\nlimits { rpm = -1 }\nserver { durability = \"y\" }",
 			want: `t.hcl:1,1-10: model "m": no price {} block; every model needs a price (chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }), or free = true to serve it at no charge on purpose` + "\n" +
-				`t.hcl:1,22-25: model "m": family: unknown family "x" (want one of chat, image, video, music, speech, voice, transcript, search, avatar, lipsync, motion, clip, subtitle)` + "\n" +
 				`t.hcl:2,16-18: limits: rpm: must be at least 0, got -1` + "\n" +
 				`t.hcl:3,23-26: server: durability: unknown value "y" (want "" or "strict")`,
 		},

@@ -28,16 +28,6 @@ func TestPriceRefusals(t *testing.T) {
 			want: `t.hcl:1,1-20: model "gpt-4o-mini": no price {} block; every model needs a price (chat: per million tokens, e.g. price { input = "0.15" output = "0.60" }), or free = true to serve it at no charge on purpose`,
 		},
 		{
-			desc: "an image model without a price: the hint is per image",
-			src:  "model \"img\" {\n  family = \"image\"\n}",
-			want: `t.hcl:1,1-12: model "img": no price {} block; every model needs a price (an image model: per unit, e.g. price { per_image = "0.04" }), or free = true to serve it at no charge on purpose`,
-		},
-		{
-			desc: "a speech model without a price: the hint is per character",
-			src:  "model \"tts\" {\n  family = \"speech\"\n}",
-			want: `t.hcl:1,1-12: model "tts": no price {} block; every model needs a price (a speech model: per unit, e.g. price { per_character = "0.04" }), or free = true to serve it at no charge on purpose`,
-		},
-		{
 			desc: "empty price block",
 			src:  "model \"m\" {\n  price {}\n}",
 			want: `t.hcl:2,3-8: model "m" price: sets no price (every field is 0); set the model's prices, or write free = true on the model to serve it at no charge on purpose`,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-gw/tollgate/core/english"
 	"github.com/tollgate-gw/tollgate/core/server"
 
 	"github.com/hashicorp/go-hclog"
@@ -59,6 +60,34 @@ func Check(ctx context.Context, o Options) error {
 		Health: pipeline.NewHealth(time.Now), Auth: pipeline.NewAuthenticator(st, time.Now),
 	}, cfg)
 	return err
+}
+
+// Recheck adds to err, a config file's load problems, those only its
+// plugins can see (a family no plugin serves, a media model's missing
+// price with its family's unit): the plugins the file names are started
+// from what loaded, asked for their families, and stopped, so that every
+// problem of the file shows at once. err is returned as it is when the
+// plugins cannot tell more.
+func Recheck(ctx context.Context, o Options, err error) error {
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Partial() == nil {
+		return err
+	}
+	cfg, log := ce.Partial(), o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	plugins := host.New(log.Named("plugin"))
+	defer plugins.Close()
+	vendors, verr := startVendors(ctx, cfg, plugins, builtins(o), log)
+	if verr != nil {
+		return err
+	}
+	var fe *config.Error
+	if _, _, ferr := describeFamilies(ctx, cfg, vendors); !errors.As(ferr, &fe) {
+		return err
+	}
+	return join([]*config.Error{ce, fe})
 }
 
 // refuseUnsupported refuses what this version cannot do rather than serve
@@ -323,13 +352,16 @@ func join(problems []*config.Error) error {
 
 // describeFamilies reads the endpoint families the running plugins serve
 // (their Describe) and checks the config against them: two plugins of one
-// family must describe it alike, a channel's families must be served by
-// its vendor, and a media model needs a channel that serves its family.
+// family must describe it alike, a family a model or channel names must
+// be chat or one of theirs, a channel's families must be served by its
+// vendor, a media model needs a channel that serves its family and a
+// price in the units its family bills.
 func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[string]vendor.Vendor) (map[string]vendor.Jobs, []*vendor.FamilySpec, error) {
 	jobs := map[string]vendor.Jobs{}
 	specs := map[string]*vendor.FamilySpec{}
-	by := map[string]string{}       // family -> the plugin that first described it
-	serves := map[string][]string{} // plugin -> families
+	known := []string{config.DefaultFamily} // in the order the plugins describe them
+	by := map[string]string{}               // family -> the plugin that first described it
+	serves := map[string][]string{}         // plugin -> families
 	for _, name := range cfg.PluginNames() {
 		v := vendors[name]
 		if v == nil {
@@ -358,12 +390,18 @@ func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[strin
 				continue
 			}
 			specs[sp.Name], by[sp.Name] = &sp, name
+			known = append(known, sp.Name)
 		}
 	}
 	var problems []*config.Error
+	unknown := func(f string) bool { return f != config.DefaultFamily && specs[f] == nil }
+	want := strings.Join(known, ", ")
 	for _, ch := range cfg.Channels {
 		for _, f := range ch.Families {
-			if f != config.DefaultFamily && !slices.Contains(serves[ch.Vendor], f) {
+			if unknown(f) {
+				problems = append(problems, cfg.RefuseItem(config.Ref{Kind: "channel", Name: ch.Name, Attr: "families"}, f,
+					"unknown family %q (want one of %s)", f, want))
+			} else if f != config.DefaultFamily && !slices.Contains(serves[ch.Vendor], f) {
 				problems = append(problems, cfg.Refuse(config.Ref{Kind: "channel", Name: ch.Name, Attr: "families"},
 					"the vendor %q does not serve the %s family (it serves %s)", ch.Vendor, f, strings.Join(serves[ch.Vendor], ", ")))
 			}
@@ -372,6 +410,14 @@ func describeFamilies(ctx context.Context, cfg *config.Config, vendors map[strin
 	for i := range cfg.Models {
 		m := &cfg.Models[i]
 		if m.Family == "" || m.Family == config.DefaultFamily {
+			continue
+		}
+		if cfg.Unpriced(m) {
+			problems = append(problems, cfg.RefuseUnpriced(m, priceExample(m, specs[m.Family])))
+		}
+		if unknown(m.Family) {
+			problems = append(problems, cfg.Refuse(config.Ref{Kind: "model", Name: m.ID, Attr: "family"},
+				"unknown family %q (want one of %s)", m.Family, want))
 			continue
 		}
 		served := false
@@ -410,27 +456,10 @@ func unpriced(cfg *config.Config, specs map[string]*vendor.FamilySpec) []*config
 	for i := range cfg.Models {
 		m := &cfg.Models[i]
 		spec := specs[m.Family]
-		if spec == nil || m.Free {
+		if spec == nil || m.Free || cfg.Unpriced(m) {
 			continue
 		}
-		var own, open []string
-		for j := range spec.Routes {
-			rt := &spec.Routes[j]
-			if rt.Kind != vendor.RouteCreate {
-				continue
-			}
-			unit := spec.BillingOf(rt).PriceUnit
-			switch rt.Model {
-			case m.ID:
-				own = append(own, unit)
-			case "":
-				open = append(open, unit)
-			}
-		}
-		if len(own) == 0 {
-			own = open
-		}
-		for _, unit := range own {
+		for _, unit := range billedUnits(m, spec) {
 			if !m.Price.Prices(unit) {
 				out = append(out, cfg.Refuse(config.Ref{Kind: "model", Name: m.ID, Attr: "price"},
 					"model %q is a %s model, billed %s, and its price {} does not set %s (or write free = true)", m.ID, m.Family, unit, unit))
@@ -439,4 +468,47 @@ func unpriced(cfg *config.Config, specs map[string]*vendor.FamilySpec) []*config
 		}
 	}
 	return out
+}
+
+// billedUnits are the price units model m of spec's family is billed in:
+// those of its family's create routes that name it, or else of those that
+// name no model.
+func billedUnits(m *config.Model, spec *vendor.FamilySpec) []string {
+	var own, open []string
+	for j := range spec.Routes {
+		rt := &spec.Routes[j]
+		if rt.Kind != vendor.RouteCreate {
+			continue
+		}
+		unit := spec.BillingOf(rt).PriceUnit
+		switch rt.Model {
+		case m.ID:
+			own = append(own, unit)
+		case "":
+			open = append(open, unit)
+		}
+	}
+	if len(own) == 0 {
+		return open
+	}
+	return own
+}
+
+// priceExample is how model m of spec's family is priced, for the
+// problem of its missing price ("" when its family is unknown: chat's
+// tokens).
+func priceExample(m *config.Model, spec *vendor.FamilySpec) string {
+	if spec == nil {
+		return ""
+	}
+	units := slices.Compact(slices.Sorted(slices.Values(billedUnits(m, spec))))
+	a := english.A(m.Family + " model")
+	switch len(units) {
+	case 0:
+		units = []string{spec.PriceUnit}
+	case 1:
+	default:
+		return fmt.Sprintf("%s: per unit, one of %s or %s", a, strings.Join(units[:len(units)-1], ", "), units[len(units)-1])
+	}
+	return fmt.Sprintf(`%s: per unit, e.g. price { %s = "0.04" }`, a, units[0])
 }
