@@ -393,15 +393,6 @@ func unitCount(us []vendor.Units) int64 {
 	return n
 }
 
-// techKind is the technical view's kind of a unit type.
-func techKind(unitType string) string {
-	switch unitType {
-	case "image", "video", "music", "audio":
-		return unitType
-	}
-	return ""
-}
-
 // effective is a family limit shortened by the model's own (0: none).
 func effective(family, model, fallback time.Duration) time.Duration {
 	d := family

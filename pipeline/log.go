@@ -307,7 +307,7 @@ func techView(c *Call, t *store.TechView, kv *[12]store.KV) *store.TechView {
 		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: c.Hold.Amount.String()})
 	}
 	if j := c.Job; j != nil {
-		t.Kind = techKind(j.Billing.UnitType)
+		t.Kind = j.Billing.LogKind
 		t.Request = append(t.Request, store.KV{K: "operation", V: j.Route.Operation}, store.KV{K: "async", V: strconv.FormatBool(j.Async)})
 		if len(j.Files) > 0 {
 			t.Request = append(t.Request, store.KV{K: "files", V: strconv.Itoa(len(j.Files))})

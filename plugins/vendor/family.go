@@ -79,6 +79,9 @@ type FamilySpec struct {
 	// banner offers to try it with, in order.
 	Endpoint string
 	Examples []Example
+	// LogKind is the "kind" of the technical view of its rows (image,
+	// video, music, audio; "" for none), where a route does not say.
+	LogKind string
 }
 
 // Example is a call the start banner prints to try a family: a GET of
@@ -169,6 +172,9 @@ type FamilyRoute struct {
 	// "error" for the tasks this create route makes (an avatar's error is
 	// its message, a video's {code, message}).
 	RecordError string
+	// LogKind overrides the family's kind of the technical view for the
+	// rows of this route (the shared video route's are video).
+	LogKind string
 	// ExpireRecords: a succeeded task this create route makes expires
 	// once the family's retention (or its model's shorter one) has passed
 	// since it ended, whether or not it hosts files (a recognition's
@@ -221,11 +227,13 @@ const (
 // Billing is a route's billing identity: its own, else its family's.
 type Billing struct {
 	UnitType, PriceUnit, TaskPrefix, Model string
+	// LogKind is the technical view's kind of its rows ("" for none).
+	LogKind string
 }
 
 // BillingOf is the billing identity of route rt of the family.
 func (s *FamilySpec) BillingOf(rt *FamilyRoute) Billing {
-	b := Billing{UnitType: s.UnitType, PriceUnit: s.PriceUnit, TaskPrefix: s.TaskPrefix}
+	b := Billing{UnitType: s.UnitType, PriceUnit: s.PriceUnit, TaskPrefix: s.TaskPrefix, LogKind: s.LogKind}
 	if rt == nil {
 		return b
 	}
@@ -237,6 +245,9 @@ func (s *FamilySpec) BillingOf(rt *FamilyRoute) Billing {
 	}
 	if rt.TaskPrefix != "" {
 		b.TaskPrefix = rt.TaskPrefix
+	}
+	if rt.LogKind != "" {
+		b.LogKind = rt.LogKind
 	}
 	b.Model = rt.Model
 	return b

@@ -261,7 +261,7 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 			ModelOptional: s.ModelOptional, ListToExcludesDay: s.ListToExcludesDay, ListStatuses: s.ListStatuses,
 			Record: s.Record, RecordError: s.RecordError, ExpireResults: s.ExpireResults,
 			NotAllowedStatus: int32(s.Refusals.NotAllowed), NotFoundStatus: int32(s.Refusals.NotFound),
-			EndpointType: s.Endpoint,
+			EndpointType: s.Endpoint, LogKind: s.LogKind,
 		}
 		for _, e := range s.Examples {
 			p.Examples = append(p.Examples, &vendorv1.Example{Family: e.Family, Method: e.Method, Path: e.Path, Body: e.Body, Note: e.Note})
@@ -274,7 +274,7 @@ func toProtoSpecs(ss []FamilySpec) []*vendorv1.FamilySpec {
 				Operation: r.Operation, Multipart: r.Multipart, MaxBody: r.MaxBody, Async: r.Async,
 				UnitType: r.UnitType, PriceUnit: r.PriceUnit, TaskPrefix: r.TaskPrefix, Model: r.Model,
 				StatusWords: r.StatusWords, Recorded: r.Recorded, Gate: r.Gate,
-				RecordError: r.RecordError, ExpireRecords: r.ExpireRecords}
+				RecordError: r.RecordError, ExpireRecords: r.ExpireRecords, LogKind: r.LogKind}
 			for _, f := range r.Refs {
 				pr.Refs = append(pr.Refs, &vendorv1.RefField{Field: f.Field, Prefix: f.Prefix})
 			}
@@ -307,7 +307,7 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 			ModelOptional: p.GetModelOptional(),
 			Record:        p.GetRecord(), RecordError: p.GetRecordError(), ExpireResults: p.GetExpireResults(),
 			Refusals: Refusals{NotAllowed: int(p.GetNotAllowedStatus()), NotFound: int(p.GetNotFoundStatus())},
-			Endpoint: p.GetEndpointType(),
+			Endpoint: p.GetEndpointType(), LogKind: p.GetLogKind(),
 		}
 		for _, e := range p.GetExamples() {
 			s.Examples = append(s.Examples, Example{Family: e.GetFamily(), Method: e.GetMethod(), Path: e.GetPath(), Body: e.GetBody(), Note: e.GetNote()})
@@ -320,7 +320,7 @@ func fromProtoSpecs(ps []*vendorv1.FamilySpec) []FamilySpec {
 				Operation: r.GetOperation(), Multipart: r.GetMultipart(), MaxBody: r.GetMaxBody(), Async: r.GetAsync(),
 				UnitType: r.GetUnitType(), PriceUnit: r.GetPriceUnit(), TaskPrefix: r.GetTaskPrefix(), Model: r.GetModel(),
 				StatusWords: r.GetStatusWords(), Recorded: r.GetRecorded(), Gate: r.GetGate(),
-				RecordError: r.GetRecordError(), ExpireRecords: r.GetExpireRecords()}
+				RecordError: r.GetRecordError(), ExpireRecords: r.GetExpireRecords(), LogKind: r.GetLogKind()}
 			for _, f := range r.GetRefs() {
 				rt.Refs = append(rt.Refs, RefField{Field: f.GetField(), Prefix: f.GetPrefix()})
 			}

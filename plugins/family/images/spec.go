@@ -69,6 +69,7 @@ func Spec() vendor.FamilySpec {
 		// fails, refunded in full.
 		ResumeAfterRestart: false,
 		Endpoint:           "images",
+		LogKind:            "image",
 		Examples: []vendor.Example{{Method: http.MethodPost, Path: PathGenerations,
 			Body: `"prompt": "a lighthouse at dusk"`}},
 	}

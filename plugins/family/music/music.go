@@ -49,7 +49,7 @@ func Spec() vendor.FamilySpec {
 		ListStatuses: []string{"processing", "succeeded", "failed", "expired", "cancelled"},
 		MaxRuntime:   30 * time.Minute, AttemptTimeout: 60 * time.Second, CallTimeout: 60 * time.Second,
 		Retention: 24 * time.Hour, ResumeAfterRestart: true,
-		Record: true, RecordError: vendor.RecordErrorObject, ExpireResults: true,
+		Record: true, RecordError: vendor.RecordErrorObject, ExpireResults: true, LogKind: "music",
 		Examples: []vendor.Example{{Method: http.MethodPost, Path: "/v1/music/generations",
 			Body: `"prompt": "a sea shanty about toll roads"`, Note: "   # then GET /v1/music/generations/{id}"}},
 	}

@@ -54,7 +54,7 @@ func Spec() vendor.FamilySpec {
 		MaxRuntime:   10 * time.Minute, AttemptTimeout: 240 * time.Second, CallTimeout: 280 * time.Second,
 		Retention: 24 * time.Hour, ResumeAfterRestart: true,
 		Record: true, RecordError: vendor.RecordErrorObject,
-		Endpoint: "audio",
+		Endpoint: "audio", LogKind: "audio",
 		Examples: []vendor.Example{{Method: http.MethodPost, Path: "/v1/audio/speech",
 			Body: `"input": "Welcome to the toll road.", "voice": "alloy"`, Note: " -o speech.mp3"}},
 	}

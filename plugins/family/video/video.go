@@ -81,7 +81,8 @@ var Statuses = []string{"queued", "running", "succeeded", "failed", "expired", "
 func Routes(priceUnit string, refs ...vendor.RefField) []vendor.FamilyRoute {
 	return []vendor.FamilyRoute{
 		{Method: http.MethodPost, Path: Path, Kind: vendor.RouteCreate, Operation: OpGenerations,
-			MaxBody: 32 << 20, Async: vendor.AsyncAlways, UnitType: "video", PriceUnit: priceUnit, TaskPrefix: Prefix, Refs: refs},
+			MaxBody: 32 << 20, Async: vendor.AsyncAlways, UnitType: "video", PriceUnit: priceUnit, TaskPrefix: Prefix, Refs: refs,
+			LogKind: "video"},
 		{Method: http.MethodGet, Path: Path + "/{id}", Kind: vendor.RoutePoll, TaskPrefix: Prefix},
 		{Method: http.MethodGet, Path: Path, Kind: vendor.RouteList, TaskPrefix: Prefix,
 			List: &vendor.ListSpec{Statuses: Statuses, LimitDefault: 30, LimitMax: 100}},

@@ -266,8 +266,11 @@ type FamilySpec struct {
 	// The endpoint_type of the family's models in the pricing catalog (""
 	// is the family's name), and the calls the start banner offers to try
 	// the family with.
-	EndpointType  string     `protobuf:"bytes,26,opt,name=endpoint_type,json=endpointType,proto3" json:"endpoint_type,omitempty"`
-	Examples      []*Example `protobuf:"bytes,27,rep,name=examples,proto3" json:"examples,omitempty"`
+	EndpointType string     `protobuf:"bytes,26,opt,name=endpoint_type,json=endpointType,proto3" json:"endpoint_type,omitempty"`
+	Examples     []*Example `protobuf:"bytes,27,rep,name=examples,proto3" json:"examples,omitempty"`
+	// The "kind" of the technical view of the family's rows (image, video,
+	// music, audio; "" none), where a route does not say.
+	LogKind       string `protobuf:"bytes,28,opt,name=log_kind,json=logKind,proto3" json:"log_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -491,6 +494,13 @@ func (x *FamilySpec) GetExamples() []*Example {
 	return nil
 }
 
+func (x *FamilySpec) GetLogKind() string {
+	if x != nil {
+		return x.LogKind
+	}
+	return ""
+}
+
 // A call the start banner prints: a GET of path, or a POST of a JSON body
 // naming the first configured model of family (the spec's own when "")
 // followed by body's members; note follows the command.
@@ -669,6 +679,9 @@ type FamilyRoute struct {
 	// A succeeded task this create route makes expires its retention after
 	// it ended, files or not.
 	ExpireRecords bool `protobuf:"varint,18,opt,name=expire_records,json=expireRecords,proto3" json:"expire_records,omitempty"`
+	// The technical view's kind of this route's rows, where it is not the
+	// family's.
+	LogKind       string `protobuf:"bytes,19,opt,name=log_kind,json=logKind,proto3" json:"log_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -827,6 +840,13 @@ func (x *FamilyRoute) GetExpireRecords() bool {
 		return x.ExpireRecords
 	}
 	return false
+}
+
+func (x *FamilyRoute) GetLogKind() string {
+	if x != nil {
+		return x.LogKind
+	}
+	return ""
 }
 
 type RefField struct {
@@ -1896,7 +1916,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\tprotocols\x18\x02 \x03(\tR\tprotocols\x12\x1a\n" +
 	"\bfamilies\x18\x03 \x03(\tR\bfamilies\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12A\n" +
-	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xab\t\n" +
+	"\ffamily_specs\x18\x05 \x03(\v2\x1e.tollgate.vendor.v1.FamilySpecR\vfamilySpecs\"\xc6\t\n" +
 	"\n" +
 	"FamilySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
@@ -1928,7 +1948,8 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x12not_allowed_status\x18\x18 \x01(\x05R\x10notAllowedStatus\x12(\n" +
 	"\x10not_found_status\x18\x19 \x01(\x05R\x0enotFoundStatus\x12#\n" +
 	"\rendpoint_type\x18\x1a \x01(\tR\fendpointType\x127\n" +
-	"\bexamples\x18\x1b \x03(\v2\x1b.tollgate.vendor.v1.ExampleR\bexamples\x1a>\n" +
+	"\bexamples\x18\x1b \x03(\v2\x1b.tollgate.vendor.v1.ExampleR\bexamples\x12\x19\n" +
+	"\blog_kind\x18\x1c \x01(\tR\alogKind\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +
@@ -1941,7 +1962,7 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\bCapField\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\asetting\x18\x02 \x01(\tR\asetting\x12\x12\n" +
-	"\x04kind\x18\x03 \x01(\tR\x04kind\"\xa0\x05\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"\xbb\x05\n" +
 	"\vFamilyRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1963,7 +1984,8 @@ const file_proto_vendorplugin_v1_vendor_proto_rawDesc = "" +
 	"\x04gate\x18\x0f \x01(\tR\x04gate\x120\n" +
 	"\x04list\x18\x10 \x01(\v2\x1c.tollgate.vendor.v1.ListSpecR\x04list\x12!\n" +
 	"\frecord_error\x18\x11 \x01(\tR\vrecordError\x12%\n" +
-	"\x0eexpire_records\x18\x12 \x01(\bR\rexpireRecords\x1a>\n" +
+	"\x0eexpire_records\x18\x12 \x01(\bR\rexpireRecords\x12\x19\n" +
+	"\blog_kind\x18\x13 \x01(\tR\alogKind\x1a>\n" +
 	"\x10StatusWordsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"8\n" +
