@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -85,6 +87,27 @@ func openBucket(ctx context.Context, rawURL, dir string) (*blob.Bucket, error) {
 		return nil, fmt.Errorf("files: storage URL %s: %w", redactURL(rawURL), err)
 	}
 	return b, nil
+}
+
+// localDir is the directory a file:// URL or dir names (with the URL's
+// prefix= folder), or "" for any other bucket.
+func localDir(rawURL, dir string) string {
+	if rawURL == "" {
+		return dir
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || !strings.EqualFold(u.Scheme, fileblob.Scheme) || u.Path == "" {
+		return ""
+	}
+	prefix := u.Query().Get("prefix")
+	if prefix == "" {
+		return filepath.FromSlash(u.Path)
+	}
+	clean := path.Clean("/" + prefix)
+	if clean == "/" || !strings.HasSuffix(prefix, "/") || clean[1:]+"/" != prefix {
+		return "" // an unusual prefix: the sweep lists through gocloud
+	}
+	return filepath.Join(filepath.FromSlash(u.Path), filepath.FromSlash(clean[1:]))
 }
 
 // redactURL drops user info from a URL before it reaches a log or an error.

@@ -68,6 +68,9 @@ type Store struct {
 	sweepEvery time.Duration
 	maxSize    int64
 	sweepPage  int
+	// dir is the bucket's directory when it is one (fileblob), which the
+	// sweep reads itself: see sweepDir.
+	dir string
 }
 
 // File is what Put stores.
@@ -132,6 +135,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		sweepEvery: o.SweepEvery,
 		maxSize:    o.MaxSize,
 		sweepPage:  sweepPage,
+		dir:        localDir(o.URL, o.Dir),
 	}
 	if s.now == nil {
 		s.now = time.Now

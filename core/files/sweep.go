@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ const sweepPage = 10000
 // a bucket may be shared with other data. A failed delete does not stop the
 // sweep; the errors are returned together.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if s.dir != "" {
+		return s.sweepDir(ctx)
+	}
 	now := s.now()
 	var n int
 	var errs []error
@@ -45,16 +49,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			if obj.IsDir {
 				continue
 			}
-			exp, ok := parseID(obj.Key)
-			switch {
-			case ok && expired(exp, now):
-			case !ok && isTemp(obj.Key) && now.Sub(obj.ModTime) > staleTemp:
-			default:
-				continue
-			}
-			if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			ok, err := s.sweepOne(ctx, obj.Key, now, func() (time.Time, error) { return obj.ModTime, nil })
+			if err != nil {
 				errs = append(errs, err)
-				continue
 			}
 			if ok {
 				n++
@@ -66,6 +63,71 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		token = next
 	}
 	return n, errors.Join(errs...)
+}
+
+// sweepDir is Sweep on a directory, read in batches. fileblob's listing
+// reads the whole directory and every file's attributes for each page,
+// so a sweep of n files cost O(n) memory and O(n²/page) reads: 50 MB and
+// minutes of CPU at 200,000 hosted videos.
+func (s *Store) sweepDir(ctx context.Context) (int, error) {
+	now := s.now()
+	f, err := os.Open(s.dir)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var n int
+	var errs []error
+	for {
+		ents, rerr := f.ReadDir(1024)
+		for _, e := range ents {
+			if e.IsDir() {
+				continue
+			}
+			ok, err := s.sweepOne(ctx, e.Name(), now, func() (time.Time, error) {
+				fi, err := e.Info()
+				if err != nil {
+					return time.Time{}, err
+				}
+				return fi.ModTime(), nil
+			})
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if ok {
+				n++
+			}
+		}
+		if rerr == io.EOF || ctx.Err() != nil {
+			break
+		}
+		if rerr != nil {
+			errs = append(errs, rerr)
+			break
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// sweepOne deletes key when it is a file past its retention (true) or a
+// stale temporary file; any other key is left alone. fileblob's key of an
+// id or of its temporary file is the file's own name.
+func (s *Store) sweepOne(ctx context.Context, key string, now time.Time, modTime func() (time.Time, error)) (bool, error) {
+	exp, ok := parseID(key)
+	switch {
+	case ok && expired(exp, now):
+	case !ok && isTemp(key):
+		mt, err := modTime()
+		if err != nil || now.Sub(mt) <= staleTemp {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return false, err
+	}
+	return ok, nil
 }
 
 // isTemp reports whether key is fileblob's temporary file of one of ours.

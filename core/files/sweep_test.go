@@ -165,3 +165,60 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 		t.Fatal("Run did not stop")
 	}
 }
+
+// TestSweepDirInBatches: a directory's sweep reads it in batches of its
+// own and still finds every expired file past the first batch, removes
+// its attributes with it, and leaves the rest.
+func TestSweepDirInBatches(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := newClock()
+	s := open(t, Options{Dir: dir}, c)
+	if s.dir != dir {
+		t.Fatalf("the store does not sweep its directory itself: dir %q", s.dir)
+	}
+	var keep []string
+	for i := range 2500 {
+		ret := time.Hour
+		if i%5 == 0 {
+			ret = 3 * time.Hour
+		}
+		f := put(t, s, File{Data: []byte{byte(i)}, ContentType: "image/png", Retention: ret})
+		if ret > time.Hour {
+			keep = append(keep, f.ID)
+		}
+	}
+	c.Add(2 * time.Hour)
+	if n, err := s.Sweep(ctx); n != 2000 || err != nil {
+		t.Fatalf("sweep %d %v", n, err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each kept file and its attributes sidecar.
+	if len(ents) != 2*len(keep) {
+		t.Fatalf("%d entries left, want %d", len(ents), 2*len(keep))
+	}
+	for _, id := range keep {
+		if _, err := s.Stat(ctx, id); err != nil {
+			t.Fatalf("kept %s: %v", id, err)
+		}
+	}
+}
+
+func TestLocalDir(t *testing.T) {
+	for _, c := range []struct{ url, dir, want string }{
+		{"", "/data/files", "/data/files"},
+		{"file:///srv/files", "", "/srv/files"},
+		{"file:///srv/bucket?prefix=tollgate/", "", "/srv/bucket/tollgate"},
+		{"file:///srv/bucket?prefix=a/../b/", "", ""},
+		{"file:///srv/bucket?prefix=pre", "", ""},
+		{"mem://", "", ""},
+		{"s3://bucket?region=eu-west-1", "", ""},
+	} {
+		if got := localDir(c.url, c.dir); got != c.want {
+			t.Errorf("localDir(%q, %q) = %q, want %q", c.url, c.dir, got, c.want)
+		}
+	}
+}
