@@ -482,38 +482,3 @@ func TestConformanceThroughHost(t *testing.T) {
 		})
 	}
 }
-
-func BenchmarkPluginHopUnary(b *testing.B) {
-	_, v := start(b, nil)
-	ctx := b.Context()
-	req := request("hi", false)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		resp, err := v.Chat(ctx, req)
-		if err != nil || resp.Status != 200 {
-			b.Fatal(resp, err)
-		}
-	}
-}
-
-// countSink counts events and keeps nothing.
-type countSink struct{ n int }
-
-func (c *countSink) Head(vendor.Head) error   { return nil }
-func (c *countSink) Event(vendor.Event) error { c.n++; return nil }
-
-func BenchmarkPluginHopStream20(b *testing.B) {
-	_, v := start(b, nil)
-	ctx := b.Context()
-	req := request("hi [echo:events=20]", true)
-	var s countSink
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		s.n = 0
-		if err := v.ChatStream(ctx, req, &s); err != nil || s.n != 20 {
-			b.Fatal(s.n, err)
-		}
-	}
-}

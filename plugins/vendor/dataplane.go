@@ -77,6 +77,17 @@ func readFrame(br *bufio.Reader) (byte, []byte, error) {
 	return t, payload, nil
 }
 
+// buffered reports whether br already holds a whole frame of type t:
+// reading it takes no syscall and waits for nothing.
+func buffered(br *bufio.Reader, t byte) bool {
+	if br.Buffered() < frameHeader {
+		return false
+	}
+	hdr, _ := br.Peek(frameHeader)
+	n := int(binary.BigEndian.Uint32(hdr))
+	return hdr[4] == t && n >= 1 && n <= maxFrame && br.Buffered() >= 4+n
+}
+
 // EventBatch fields (vendor.proto): events = 1; Event: event = 1, data = 2.
 const (
 	batchEvents protowire.Number = 1
@@ -109,10 +120,9 @@ func appendEvents(b []byte, evs []Event) []byte {
 	return b
 }
 
-// parseEvents decodes an EventBatch into evs (reused). Data aliases b.
-// Unknown fields are skipped, as proto3 requires.
+// parseEvents decodes an EventBatch and appends its events to evs. Data
+// aliases b. Unknown fields are skipped, as proto3 requires.
 func parseEvents(b []byte, evs []Event) ([]Event, error) {
-	evs = evs[:0]
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {

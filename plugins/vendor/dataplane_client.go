@@ -201,7 +201,15 @@ func (d *dataPlaneClient) chatStream(ctx context.Context, req *ChatRequest, sink
 			if !headed {
 				return unexpectedFrame(t, "before the stream's head")
 			}
-			if c.evs, err = parseEvents(payload, c.evs); err != nil {
+			// Frames that came in with this one join its batch: one
+			// call to the sink, one flush to the client, no waiting.
+			c.evs, err = parseEvents(payload, c.evs[:0])
+			for err == nil && buffered(c.br, frameEvents) {
+				if _, payload, err = readFrame(c.br); err == nil {
+					c.evs, err = parseEvents(payload, c.evs)
+				}
+			}
+			if err != nil {
 				return err
 			}
 			err = SendEvents(sink, c.evs)

@@ -3,6 +3,7 @@ package vendor
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"reflect"
 	"testing"
 
@@ -67,4 +68,74 @@ func TestReadFrameBounds(t *testing.T) {
 	if err != nil || typ != 'z' || string(p) != "ok" {
 		t.Fatalf("frame %q %q %v", typ, p, err)
 	}
+}
+
+// Event frames that reach the host in one read go to the sink as one
+// batch (one flush to the client); a frame still on its way is not waited
+// for.
+func TestBufferedFramesJoinOneBatch(t *testing.T) {
+	ln, err := net.Listen("unix", "@tollgate-test-"+t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	more := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for range 2 { // the hello, the call
+			if _, _, err := readFrame(br); err != nil {
+				return
+			}
+		}
+		var b []byte
+		head, _ := proto.Marshal(&vendorv1.Head{Status: 200})
+		b = finishFrame(append(startFrame(b, frameHead), head...), 0)
+		for _, e := range []string{"1", "2", "3"} {
+			start := len(b)
+			b = finishFrame(appendEvents(startFrame(b, frameEvents), []Event{{Data: []byte(e)}}), start)
+		}
+		_, _ = c.Write(b) // one write: head and three event frames
+		<-more
+		b = finishFrame(appendEvents(startFrame(nil, frameEvents), []Event{{Data: []byte("4")}}), 0)
+		start := len(b)
+		b = finishFrame(startFrame(b, frameEnd), start)
+		_, _ = c.Write(b)
+	}()
+	d := newDataPlaneClient(&vendorv1.OpenDataPlaneResponse{Network: "unix", Address: ln.Addr().String()}, func(uint64) {})
+	defer d.Close()
+	s := &batches{more: more}
+	if err := d.chatStream(t.Context(), &ChatRequest{Stream: true}, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"1", "2", "3"}, {"4"}}; !reflect.DeepEqual(s.got, want) {
+		t.Fatalf("batches %q, want %q", s.got, want)
+	}
+}
+
+// batches records each batch's data and lets the plugin send more after
+// the first.
+type batches struct {
+	got  [][]string
+	more chan struct{}
+}
+
+func (s *batches) Head(Head) error { return nil }
+func (s *batches) Event(e Event) error {
+	return s.Events([]Event{e})
+}
+func (s *batches) Events(evs []Event) error {
+	var b []string
+	for _, e := range evs {
+		b = append(b, string(e.Data))
+	}
+	s.got = append(s.got, b)
+	if len(s.got) == 1 {
+		close(s.more)
+	}
+	return nil
 }

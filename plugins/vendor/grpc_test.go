@@ -471,8 +471,10 @@ func TestEventBatchesCross(t *testing.T) {
 				t.Fatalf("event %d = %+v", i, e)
 			}
 		}
-		if t.Name() == "TestEventBatchesCross/dataplane" && len(s.batches) != 2 {
-			t.Fatalf("%d batches over the data plane, want 2", len(s.batches))
+		// Frames the host finds already read join one batch
+		// (TestBufferedFramesJoinOneBatch): 1 or 2 here, never a split one.
+		if t.Name() == "TestEventBatchesCross/dataplane" && (len(s.batches) == 0 || len(s.batches) > 2 || len(s.batches[0]) < 2) {
+			t.Fatalf("batches over the data plane: %+v, want [a 2] [c] or [a 2 c]", s.batches)
 		}
 		var plain conformance.Recorder
 		if err := v.ChatStream(t.Context(), &vendor.ChatRequest{Stream: true}, &plain); err != nil || len(plain.Events) != 3 {
