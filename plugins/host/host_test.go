@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,10 +225,18 @@ func TestPluginSeesNoHostEnvironment(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "hunter2")
 	_, v := start(t, nil)
 	_, env := mustReport(t, v)
+	procs := false
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.Contains(kv, "hunter2") || name == "PATH" || name == "HOME" {
 			t.Fatalf("the plugin sees the host's %s", name)
+		}
+		if name == "GOMAXPROCS" {
+			if want := "GOMAXPROCS=" + strconv.Itoa(max(1, runtime.GOMAXPROCS(0)/2)); kv != want {
+				t.Errorf("the plugin runs with %s, want %s", kv, want)
+			}
+			procs = true
+			continue
 		}
 		if !strings.HasPrefix(name, "PLUGIN_") && name != vendor.Handshake.MagicCookieKey {
 			t.Errorf("unexpected variable %s in the plugin's environment", name)
@@ -235,6 +244,9 @@ func TestPluginSeesNoHostEnvironment(t *testing.T) {
 	}
 	if len(env) == 0 {
 		t.Fatal("empty environment: the handshake cookie is missing")
+	}
+	if !procs {
+		t.Error("the plugin was not given its GOMAXPROCS")
 	}
 }
 
