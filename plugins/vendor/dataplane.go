@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	vendorv1 "github.com/tollgate-gw/tollgate/proto/vendorplugin/v1"
 )
 
 // The data plane carries Chat and ChatStream calls over a local stream
@@ -174,4 +178,109 @@ func parseEvents(b []byte, evs []Event) ([]Event, error) {
 // unexpectedFrame is the error of a frame the protocol does not allow here.
 func unexpectedFrame(t byte, where string) error {
 	return fmt.Errorf("vendor: data plane: unexpected frame %q %s", t, where)
+}
+
+// replyFields are the field numbers of a ChatResponse or a Head
+// (vendor.proto); failure is 0 where there is none.
+type replyFields struct{ status, body, headers, failure protowire.Number }
+
+var (
+	responseFields = replyFields{status: 1, body: 2, headers: 3, failure: 4}
+	headFields     = replyFields{status: 1, headers: 2, body: 3}
+)
+
+// reply is a decoded ChatResponse or Head.
+type reply struct {
+	status  int
+	body    []byte
+	headers map[string]string
+	failure *Failure
+}
+
+// parseReply decodes a ChatResponse or a Head. It is written by hand, as
+// parseEvents is, so that the body aliases b (the frame the caller owns)
+// instead of being copied a second time. Unknown fields are skipped.
+func parseReply(b []byte, fs replyFields) (reply, error) {
+	var r reply
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return reply{}, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == fs.status && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return reply{}, protowire.ParseError(n)
+			}
+			b = b[n:]
+			r.status = int(int32(v))
+			continue
+		case typ == protowire.BytesType && (num == fs.body || num == fs.headers || fs.failure != 0 && num == fs.failure):
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return reply{}, protowire.ParseError(n)
+			}
+			b = b[n:]
+			var err error
+			switch num {
+			case fs.body:
+				r.body = v[:len(v):len(v)]
+			case fs.headers:
+				r.headers, err = parseHeader(v, r.headers)
+			default:
+				var f vendorv1.Failure
+				if err = proto.Unmarshal(v, &f); err == nil {
+					r.failure = fromProtoFailure(&f)
+				}
+			}
+			if err != nil {
+				return reply{}, err
+			}
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return reply{}, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return r, nil
+}
+
+// parseHeader decodes one entry of a map<string, string> into h.
+func parseHeader(b []byte, h map[string]string) (map[string]string, error) {
+	var k, v string
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 1 || num == 2) {
+			s, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+			if !utf8.Valid(s) {
+				return nil, errors.New("vendor: data plane: a header is not valid UTF-8")
+			}
+			if num == 1 {
+				k = string(s)
+			} else {
+				v = string(s)
+			}
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	if h == nil {
+		h = make(map[string]string, 2)
+	}
+	h[k] = v
+	return h, nil
 }

@@ -40,10 +40,37 @@ func newDataPlaneClient(r *vendorv1.OpenDataPlaneResponse, cancelCall func(id ui
 }
 
 type planeConn struct {
+	d   *dataPlaneClient
 	c   net.Conn
 	br  *bufio.Reader
 	buf []byte  // the request frame being written
 	evs []Event // the last event frame's events
+
+	// The call in flight: its id, and the stop of its context's watch.
+	id      uint64
+	stop    func() bool
+	abandon func() // c.cancel, bound once per connection
+}
+
+// cancel tells the plugin to cancel the call and closes the connection
+// (which also stops a read in progress).
+func (c *planeConn) cancel() {
+	c.d.cancelCall(c.id)
+	c.c.Close()
+}
+
+// done ends the call: finished says its last frame was read, and the
+// connection goes back to the pool; otherwise, unless the context's end
+// abandoned it already, the call is abandoned now.
+func (c *planeConn) done(finished bool) {
+	if !c.stop() {
+		return // abandoned already
+	}
+	if finished {
+		c.d.put(c)
+		return
+	}
+	c.cancel()
 }
 
 func (d *dataPlaneClient) get() (*planeConn, error) {
@@ -64,7 +91,8 @@ func (d *dataPlaneClient) get() (*planeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &planeConn{c: conn, br: bufio.NewReaderSize(conn, 16<<10)}
+	pc := &planeConn{d: d, c: conn, br: bufio.NewReaderSize(conn, 16<<10)}
+	pc.abandon = pc.cancel
 	b := startFrame(nil, frameHello)
 	b = append(b, d.token...)
 	if _, err := conn.Write(finishFrame(b, 0)); err != nil {
@@ -100,36 +128,22 @@ func (d *dataPlaneClient) Close() error {
 	return nil
 }
 
-// start takes a connection and sends req. done must be called with
+// start takes a connection and sends req. c.done must be called with
 // whether the call ended normally (its last frame read): otherwise, or
 // when ctx ends first, the plugin is told to cancel the call and the
 // connection is closed (which also stops a read in progress).
-func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatRequest) (c *planeConn, done func(finished bool), err error) {
+func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatRequest) (*planeConn, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	c, err = d.get()
+	c, err := d.get()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	id := d.lastID.Add(1)
-	abandon := func() {
-		d.cancelCall(id)
-		c.c.Close()
-	}
-	stop := context.AfterFunc(ctx, abandon)
-	done = func(finished bool) {
-		if !stop() {
-			return // abandoned already
-		}
-		if finished {
-			d.put(c)
-			return
-		}
-		abandon()
-	}
+	c.id = d.lastID.Add(1)
+	c.stop = context.AfterFunc(ctx, c.abandon)
 	pr := toProtoRequest(req)
-	pr.CallId = id
+	pr.CallId = c.id
 	if dl, ok := ctx.Deadline(); ok {
 		pr.ContextTimeoutUs = max(time.Until(dl).Microseconds(), 1)
 	}
@@ -139,48 +153,48 @@ func (d *dataPlaneClient) start(ctx context.Context, frame byte, req *ChatReques
 		_, err = c.c.Write(c.buf)
 	}
 	if err != nil {
-		done(false)
-		return nil, nil, err
+		c.done(false)
+		return nil, err
 	}
-	return c, done, nil
+	return c, nil
 }
 
 func (d *dataPlaneClient) chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error) {
-	c, done, err := d.start(ctx, frameChat, req)
+	c, err := d.start(ctx, frameChat, req)
 	if err != nil {
 		return nil, err
 	}
 	t, payload, err := readFrame(c.br)
 	if err != nil {
-		done(false)
+		c.done(false)
 		return nil, ctxErr(ctx, err)
 	}
 	switch t {
 	case frameResponse:
-		done(true)
-		var r vendorv1.ChatResponse
-		if err := proto.Unmarshal(payload, &r); err != nil {
+		c.done(true)
+		r, err := parseReply(payload, responseFields)
+		if err != nil {
 			return nil, err
 		}
-		if f := r.GetFailure(); f != nil {
-			return nil, fromProtoFailure(f)
+		if r.failure != nil {
+			return nil, r.failure
 		}
-		return &ChatResponse{Status: int(r.GetStatus()), Body: r.GetBody(), Headers: r.GetHeaders()}, nil
+		return &ChatResponse{Status: r.status, Body: r.body, Headers: r.headers}, nil
 	case frameFault:
-		done(true)
+		c.done(true)
 		return nil, faultError(payload)
 	}
-	done(false)
+	c.done(false)
 	return nil, unexpectedFrame(t, "in answer to a call")
 }
 
 func (d *dataPlaneClient) chatStream(ctx context.Context, req *ChatRequest, sink Sink) error {
-	c, done, err := d.start(ctx, frameStream, req)
+	c, err := d.start(ctx, frameStream, req)
 	if err != nil {
 		return err
 	}
 	reuse := false
-	defer func() { done(reuse) }()
+	defer func() { c.done(reuse) }()
 	headed := false
 	for {
 		t, payload, err := readFrame(c.br)
@@ -189,12 +203,12 @@ func (d *dataPlaneClient) chatStream(ctx context.Context, req *ChatRequest, sink
 		}
 		switch t {
 		case frameHead:
-			var h vendorv1.Head
-			if err := proto.Unmarshal(payload, &h); err != nil {
+			h, err := parseReply(payload, headFields)
+			if err != nil {
 				return err
 			}
 			headed = true
-			if err := sink.Head(Head{Status: int(h.GetStatus()), Headers: h.GetHeaders(), Body: h.GetBody()}); err != nil {
+			if err := sink.Head(Head{Status: h.status, Headers: h.headers, Body: h.body}); err != nil {
 				return err // closing the connection ends the plugin's upstream call
 			}
 		case frameEvents:

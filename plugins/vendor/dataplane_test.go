@@ -139,3 +139,45 @@ func (s *batches) Events(evs []Event) error {
 	}
 	return nil
 }
+
+// The hand-written ChatResponse and Head decoders read what the generated
+// code writes, unknown fields included, and refuse what it would refuse.
+func TestReplyMatchesProto(t *testing.T) {
+	unknown := []byte{0x78, 0x07} // field 15, varint 7
+	resp := &vendorv1.ChatResponse{Status: 429, Body: []byte(`{"error":1}`),
+		Headers: map[string]string{"retry-after": "1", "x-empty": ""}}
+	resp.ProtoReflect().SetUnknown(unknown)
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := parseReply(b, responseFields)
+	if err != nil || r.status != 429 || string(r.body) != `{"error":1}` || !reflect.DeepEqual(r.headers, resp.Headers) || r.failure != nil {
+		t.Fatalf("response: %+v %v", r, err)
+	}
+	b, _ = proto.Marshal(&vendorv1.ChatResponse{Failure: &vendorv1.Failure{Kind: vendorv1.FailureKind(FailureTimeout), Message: "slow"}})
+	if r, err := parseReply(b, responseFields); err != nil || r.failure == nil || *r.failure != (Failure{Kind: FailureTimeout, Message: "slow"}) {
+		t.Fatalf("failure: %+v %v", r, err)
+	}
+	head := &vendorv1.Head{Status: 200, Headers: map[string]string{"content-type": "text/event-stream"}}
+	head.ProtoReflect().SetUnknown(unknown)
+	b, _ = proto.Marshal(head)
+	if r, err := parseReply(b, headFields); err != nil || r.status != 200 || r.body != nil || !reflect.DeepEqual(r.headers, head.Headers) {
+		t.Fatalf("head: %+v %v", r, err)
+	}
+	b, _ = proto.Marshal(&vendorv1.Head{Status: -1, Body: []byte("x")})
+	if r, err := parseReply(b, headFields); err != nil || r.status != -1 || string(r.body) != "x" || r.headers != nil {
+		t.Fatalf("head with a body: %+v %v", r, err)
+	}
+	if r, err := parseReply(nil, responseFields); err != nil || r.status != 0 || r.body != nil {
+		t.Fatalf("empty: %+v %v", r, err)
+	}
+	for _, bad := range [][]byte{{0x12}, {0x12, 0x05, 'a'}, {0x08}, {0x1a, 0x04, 0x0a, 0x02, 0xff, 0xfe}} {
+		if _, err := parseReply(bad, responseFields); err == nil {
+			t.Errorf("parseReply(%x) accepted it", bad)
+		}
+		if err := proto.Unmarshal(bad, new(vendorv1.ChatResponse)); err == nil {
+			t.Errorf("proto.Unmarshal(%x) accepted it too", bad)
+		}
+	}
+}
