@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -283,4 +284,101 @@ func parseHeader(b []byte, h map[string]string) (map[string]string, error) {
 	}
 	h[k] = v
 	return h, nil
+}
+
+// ChatRequest fields (vendor.proto).
+const (
+	reqChannel protowire.Number = iota + 1
+	reqProtocol
+	reqModel
+	reqBody
+	reqStream
+	reqHeaders
+	reqTimeoutMs
+	reqRequestID
+	reqOperation
+	reqIdleTimeoutMs
+	reqContextTimeoutUs
+	reqCallID
+)
+
+// planeRequest is a ChatRequest as the data plane carries it: the call
+// and the two fields of the data plane only.
+type planeRequest struct {
+	req              ChatRequest
+	callID           uint64
+	contextTimeoutUs int64
+}
+
+// parseRequest decodes a ChatRequest into r. Written by hand so that the
+// body aliases b (the frame read, which the call owns) instead of being
+// copied a second time. Unknown fields are skipped.
+func parseRequest(b []byte, r *planeRequest) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && num >= reqStream && num <= reqCallID && num != reqHeaders && num != reqRequestID && num != reqOperation:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			switch num {
+			case reqStream:
+				r.req.Stream = v != 0
+			case reqTimeoutMs:
+				r.req.Timeout = time.Duration(int64(v)) * time.Millisecond
+			case reqIdleTimeoutMs:
+				r.req.IdleTimeout = time.Duration(int64(v)) * time.Millisecond
+			case reqContextTimeoutUs:
+				r.contextTimeoutUs = int64(v)
+			case reqCallID:
+				r.callID = v
+			}
+			continue
+		case typ == protowire.BytesType && num >= reqChannel && num <= reqOperation && num != reqStream && num != reqTimeoutMs:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			switch num {
+			case reqBody:
+				r.req.Body = v[:len(v):len(v)]
+				continue
+			case reqHeaders:
+				var err error
+				if r.req.Headers, err = parseHeader(v, r.req.Headers); err != nil {
+					return err
+				}
+				continue
+			}
+			if !utf8.Valid(v) {
+				return errors.New("vendor: data plane: a request field is not valid UTF-8")
+			}
+			s := string(v)
+			switch num {
+			case reqChannel:
+				r.req.Channel = s
+			case reqProtocol:
+				r.req.Protocol = s
+			case reqModel:
+				r.req.Model = s
+			case reqRequestID:
+				r.req.RequestID = s
+			case reqOperation:
+				r.req.Operation = s
+			}
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return nil
 }

@@ -147,12 +147,12 @@ func (s *dataPlaneServer) serveConn(c net.Conn) {
 		if err != nil || t != frameChat && t != frameStream {
 			return
 		}
-		var pr vendorv1.ChatRequest
-		if err := proto.Unmarshal(payload, &pr); err != nil {
+		pr := new(planeRequest)
+		if err := parseRequest(payload, pr); err != nil {
 			return
 		}
-		ctx, end := s.begin(pr.GetCallId())
-		err = s.call(ctx, t == frameStream, &pr, w)
+		ctx, end := s.begin(pr.callID)
+		err = s.call(ctx, t == frameStream, pr, w)
 		end()
 		w.release()
 		if err != nil {
@@ -162,13 +162,13 @@ func (s *dataPlaneServer) serveConn(c net.Conn) {
 }
 
 // call runs one call under the caller's deadline, as it was when sent.
-func (s *dataPlaneServer) call(ctx context.Context, stream bool, pr *vendorv1.ChatRequest, w *frameWriter) error {
-	if us := pr.GetContextTimeoutUs(); us > 0 {
+func (s *dataPlaneServer) call(ctx context.Context, stream bool, pr *planeRequest, w *frameWriter) error {
+	if us := pr.contextTimeoutUs; us > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(us)*time.Microsecond)
 		defer cancel()
 	}
-	req := fromProtoRequest(pr)
+	req := &pr.req
 	if stream {
 		return s.stream(ctx, req, w)
 	}

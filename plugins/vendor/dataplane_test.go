@@ -181,3 +181,38 @@ func TestReplyMatchesProto(t *testing.T) {
 		}
 	}
 }
+
+// The hand-written ChatRequest decoder reads every field the generated
+// code writes, as fromProtoRequest would, and skips unknown ones.
+func TestRequestMatchesProto(t *testing.T) {
+	pr := &vendorv1.ChatRequest{Channel: "main", Protocol: "openai_chat", Model: "m", Body: []byte(`{"x":1}`),
+		Stream: true, Headers: map[string]string{"anthropic-beta": "b", "traceparent": "t"}, TimeoutMs: 1500,
+		RequestId: "req_1", Operation: "count_tokens", IdleTimeoutMs: -2, ContextTimeoutUs: 777, CallId: 1<<40 + 3}
+	pr.ProtoReflect().SetUnknown([]byte{0xa8, 0x01, 0x07}) // field 21, varint 7
+	b, err := proto.Marshal(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got planeRequest
+	if err := parseRequest(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := fromProtoRequest(pr); !reflect.DeepEqual(&got.req, want) {
+		t.Fatalf("parsed %+v, want %+v", got.req, *want)
+	}
+	if got.callID != pr.CallId || got.contextTimeoutUs != 777 {
+		t.Fatalf("call id %d, context timeout %d", got.callID, got.contextTimeoutUs)
+	}
+	var empty planeRequest
+	if err := parseRequest(nil, &empty); err != nil || !reflect.DeepEqual(empty, planeRequest{}) {
+		t.Fatalf("empty: %+v %v", empty, err)
+	}
+	for _, bad := range [][]byte{{0x0a, 0x01, 0xff}, {0x22, 0x05}, {0x28}, {0x32, 0x03, 0x0a, 0x01, 0xff}} {
+		if err := parseRequest(bad, new(planeRequest)); err == nil {
+			t.Errorf("parseRequest(%x) accepted it", bad)
+		}
+		if err := proto.Unmarshal(bad, new(vendorv1.ChatRequest)); err == nil {
+			t.Errorf("proto.Unmarshal(%x) accepted it too", bad)
+		}
+	}
+}
