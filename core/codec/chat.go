@@ -421,15 +421,28 @@ type chatStream struct {
 	done        bool
 	broken      bool
 	id, created string // raw values of the first chunk, for a stop
+	chunk       *Chunk // a reader's: what the last event says (nil for a tracker)
 }
 
 func (st *chatStream) Observe(ev protocol.Event) bool {
 	s := str(ev.Data)
+	c := st.chunk
+	if c != nil {
+		tools := c.Tools[:0]
+		*c = Chunk{Event: ev, Tools: tools}
+	}
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
-		st.done = st.done || !bad && isDone(s[skipWS(s, 0):])
+		done := !bad && isDone(s[skipWS(s, 0):])
+		st.done = st.done || done
+		if c != nil {
+			c.Done, c.Read = done, true
+		}
 		return true
+	}
+	if c != nil {
+		c.Object, c.Read = true, true
 	}
 	nChoices, hasUsage := 0, false
 	it := members(s, i)
@@ -441,6 +454,11 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 		raw := s[vs:ve]
 		switch keyName(k) {
 		case "choices":
+			if c != nil {
+				// The last choices member is the one read, as a
+				// translator always read a chunk.
+				c.Text, c.Tools, c.Finish, c.HasDelta = "", c.Tools[:0], "", false
+			}
 			if !isArray(raw) {
 				continue
 			}
@@ -451,6 +469,10 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 					break
 				}
 				nChoices++
+				if c != nil && nChoices == 1 {
+					st.chars += c.readChoice(s[cs:ce])
+					continue
+				}
 				if delta := field(s[cs:ce], "delta"); isObject(delta) {
 					st.chars += chatDeltaChars(delta)
 				}
@@ -459,6 +481,13 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 			if isObject(raw) {
 				st.usage = chatUsage(raw)
 				hasUsage = true
+				if c != nil {
+					c.Usage = st.usage
+				}
+			}
+		case "error":
+			if c != nil && isObject(raw) {
+				c.Error = raw
 			}
 		case "id":
 			if st.id == "" && isString(raw) {
@@ -471,6 +500,102 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 		}
 	}
 	return !(hasUsage && nChoices == 0)
+}
+
+// readChoice reads choice 0 of a completions chunk into c in one walk and
+// returns the generated characters of its (first) delta. Later members
+// of the same name win, except the characters counted.
+func (c *Chunk) readChoice(ch string) int64 {
+	if !isObject(ch) {
+		return 0
+	}
+	c.HasDelta = true
+	var chars int64
+	counted := false
+	it := members(ch, 0)
+	for {
+		k, vs, ve, ok := it.next()
+		if !ok {
+			return chars
+		}
+		raw := ch[vs:ve]
+		switch keyName(k) {
+		case "finish_reason":
+			c.Finish = strValue(raw)
+		case "delta":
+			if isObject(raw) {
+				n := c.readDelta(raw)
+				if !counted {
+					chars, counted = n, true
+				}
+			}
+		}
+	}
+}
+
+// readDelta reads a completions delta into c and counts its generated
+// characters as chatDeltaChars does.
+func (c *Chunk) readDelta(delta string) int64 {
+	var n int64
+	it := members(delta, 0)
+	for {
+		k, vs, ve, ok := it.next()
+		if !ok {
+			return n
+		}
+		raw := delta[vs:ve]
+		switch keyName(k) {
+		case "content":
+			c.Text = inside(raw)
+			if isArray(raw) {
+				n += textParts(raw, "text")
+			} else {
+				n += countChars(raw)
+			}
+		case "refusal":
+			if c.Text == "" {
+				c.Text = inside(raw)
+			}
+			n += countChars(raw)
+		case "reasoning_content", "reasoning":
+			n += countChars(raw)
+		case "tool_calls":
+			if !isArray(raw) {
+				continue
+			}
+			calls := elems(raw, 0)
+			for {
+				_, cs, ce, ok := calls.next()
+				if !ok {
+					break
+				}
+				t := raw[cs:ce]
+				fn := field(t, "function")
+				args := field(fn, "arguments")
+				if isObject(fn) {
+					n += countChars(args)
+				}
+				c.Tools = append(c.Tools, ToolDelta{
+					Index: jsonInt(field(t, "index")),
+					ID:    inside(field(t, "id")),
+					Name:  inside(field(fn, "name")),
+					Args:  inside(args),
+				})
+			}
+		case "function_call":
+			if isObject(raw) {
+				n += countChars(field(raw, "arguments"))
+			}
+		}
+	}
+}
+
+// inside is the raw inside of a JSON string value, "" for anything else.
+func inside(raw string) string {
+	if !isString(raw) {
+		return ""
+	}
+	return raw[1 : len(raw)-1]
 }
 
 // Stop ends the stream as a completions stream stopped by max tokens: a

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -140,8 +141,8 @@ type messagesReader struct {
 	calls  int
 }
 
-func (r *messagesReader) event(ev protocol.Event, checked bool, s sink) error {
-	d, err := parseEvent(ev.Data, checked)
+func (r *messagesReader) read(c *codec.Chunk, s sink) error {
+	d, err := parseChunk(c)
 	if err != nil {
 		return err
 	}

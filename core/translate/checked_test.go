@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
 // TestStreamKeepsNoViewOfTheUpstreamEvent feeds each recorded upstream
-// stream (text, tool calls, usage, finish) through EventChecked from one
-// buffer that is scribbled over after every event, as a relay's read
-// buffer is: the client's stream must be the same as from fresh copies,
-// so nothing a writer keeps past an event (a call id or name, a finish
-// reason) may view the upstream's bytes.
+// stream (text, tool calls, usage, finish) through a codec reader and
+// Read, as the relay does, from one buffer that is scribbled over after
+// every event, as a relay's read buffer is: the client's stream must be
+// the same as from fresh copies, so nothing a writer keeps past an event
+// (a call id or name, a finish reason) may view the upstream's bytes.
 func TestStreamKeepsNoViewOfTheUpstreamEvent(t *testing.T) {
 	t.Parallel()
 	for _, p := range pairs {
@@ -27,11 +28,13 @@ func TestStreamKeepsNoViewOfTheUpstreamEvent(t *testing.T) {
 				return nil
 			}
 			s := tr.NewStream(testResp)
+			scan := codec.NewReader(p.to)
 			var buf []byte
 			for _, ev := range evs {
 				buf = append(buf[:0], ev.Data...)
-				if err := s.EventChecked(protocol.Event{Name: ev.Name, Data: buf}, emit); err != nil {
-					t.Fatalf("EventChecked(%s): %v", ev.Data, err)
+				scan.Observe(protocol.Event{Name: ev.Name, Data: buf})
+				if err := s.Read(scan.Chunk(), emit); err != nil {
+					t.Fatalf("Read(%s): %v", ev.Data, err)
 				}
 				for i := range buf {
 					buf[i] = 'x'
@@ -52,16 +55,21 @@ func TestStreamKeepsNoViewOfTheUpstreamEvent(t *testing.T) {
 	}
 }
 
-// TestCheckedEventStillRefusesANonObject: EventChecked skips only the
-// validation; data that is not a JSON object is refused as before.
-func TestCheckedEventStillRefusesANonObject(t *testing.T) {
+// TestReadStillRefusesANonObject: data that is not a JSON object is
+// refused from a reader's scan as from the event itself.
+func TestReadStillRefusesANonObject(t *testing.T) {
 	t.Parallel()
 	for _, p := range pairs {
 		s := mustLookup(t, p.from, p.to).NewStream(testResp)
 		emit := func(protocol.Event) error { return nil }
-		for _, data := range []string{"", " ", "[1]", `"s"`, "7"} {
-			if err := s.EventChecked(protocol.Event{Data: []byte(data)}, emit); err == nil {
-				t.Errorf("%s: EventChecked(%q) accepted", p.name, data)
+		for _, data := range []string{"", " ", "[1]", `"s"`, "7", `{"a":`} {
+			scan := codec.NewReader(p.to)
+			scan.Observe(protocol.Event{Data: []byte(data)})
+			if err := s.Read(scan.Chunk(), emit); err == nil {
+				t.Errorf("%s: Read(%q) accepted", p.name, data)
+			}
+			if err := s.Event(protocol.Event{Data: []byte(data)}, emit); err == nil {
+				t.Errorf("%s: Event(%q) accepted", p.name, data)
 			}
 		}
 	}

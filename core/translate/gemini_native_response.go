@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -180,8 +181,8 @@ type geminiReader struct {
 	calls int
 }
 
-func (r *geminiReader) event(ev protocol.Event, checked bool, s sink) error {
-	d, err := parseEvent(ev.Data, checked)
+func (r *geminiReader) read(c *codec.Chunk, s sink) error {
+	d, err := parseChunk(c)
 	if err != nil {
 		return err
 	}

@@ -211,3 +211,8 @@ func TestAppendStr(t *testing.T) {
 		})
 	}
 }
+
+// isDone reports whether data is the [DONE] sentinel.
+func isDone(data []byte) bool {
+	return strings.TrimRight(string(data), " \r\n") == "[DONE]"
+}

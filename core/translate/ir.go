@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -171,9 +172,9 @@ type sink interface {
 
 // reader parses one upstream stream's events into calls on a sink.
 type reader interface {
-	// event reads one event; checked says its data is known to be one
-	// valid JSON document.
-	event(ev protocol.Event, checked bool, s sink) error
+	// read reads one event from its scan by the upstream protocol's
+	// codec reader.
+	read(c *codec.Chunk, s sink) error
 }
 
 // target is what the upstream of a call can carry.

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/jsonw"
 )
 
@@ -103,10 +104,10 @@ func parseBody(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
-// parseEvent validates one upstream event or response body, unless
-// checked says its caller already found it to be one valid JSON document.
-// The result views data without a copy: what outlives the call (a stored
-// call id or name, an error's message) is cloned where it is kept.
+// parseEvent validates one upstream response body, unless checked says
+// its caller already found it to be one valid JSON document. The result
+// views data without a copy: what outlives the call (a stored call id or
+// name, an error's message) is cloned where it is kept.
 func parseEvent(data []byte, checked bool) (gjson.Result, error) {
 	if !checked && !gjson.ValidBytes(data) {
 		return gjson.Result{}, errBadUpstream
@@ -116,6 +117,15 @@ func parseEvent(data []byte, checked bool) (gjson.Result, error) {
 		return gjson.Result{}, errBadUpstream
 	}
 	return r, nil
+}
+
+// parseChunk parses the event of a chunk whose scan left it to the
+// translator; the codec reader has validated it.
+func parseChunk(c *codec.Chunk) (gjson.Result, error) {
+	if !c.Object {
+		return gjson.Result{}, errBadUpstream
+	}
+	return parseEvent(c.Event.Data, true)
 }
 
 // invalid builds the invalid_request error of an untranslatable request.

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -129,140 +130,41 @@ func writeChat(a *answer, o ResponseOptions, sizeHint int) []byte {
 	return append(b, '}')
 }
 
-// chatReader reads an upstream completions stream.
+// chatReader reads an upstream completions stream from the codec
+// reader's scan of each chunk.
 type chatReader struct {
-	d     chatDelta
-	u     usage
 	ids   []int // upstream tool index -> call number, -1 before it starts
 	calls int
 	open  int // the call whose arguments are streaming, -1 for none
 }
 
-// chatDelta is what one upstream completions chunk says about choice 0.
-type chatDelta struct {
-	done     bool // the [DONE] sentinel
-	text     string
-	tools    []toolDelta
-	finish   string
-	hasUsage bool
-	usage    usage
-	err      gjson.Result // an error object in the stream
-}
-
-// toolDelta is one tool_calls entry of a chunk; id and name are raw
-// insides ("" when absent), args the raw inside of the arguments string.
-type toolDelta struct {
-	index    int
-	id, name string
-	args     string
-}
-
-// readChatChunk parses one upstream completions chunk into d, reusing d's
-// storage.
-func readChatChunk(data []byte, checked bool, d *chatDelta) error {
-	d.done, d.text, d.finish, d.hasUsage, d.err = false, "", "", false, gjson.Result{}
-	d.tools = d.tools[:0]
-	if isDone(data) {
-		d.done = true
+func (r *chatReader) read(c *codec.Chunk, s sink) error {
+	switch {
+	case c.Done:
 		return nil
+	case !c.Object:
+		return errBadUpstream
+	case c.Error != "":
+		e := gjson.Parse(c.Error)
+		return s.fail(upstreamStreamError(e.Get("type").Str+" "+e.Get("code").String(), e.Get("message").Str))
 	}
-	r, err := parseEvent(data, checked)
-	if err != nil {
-		return err
+	if c.Usage.Reported {
+		s.setUsage(usageOf(c.Usage))
 	}
-	var choices gjson.Result
-	r.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "choices":
-			choices = v
-		case "usage":
-			if isObject(v) {
-				d.hasUsage = true
-				d.usage = readChatUsage(v)
-			}
-		case "error":
-			if isObject(v) {
-				d.err = v
-			}
-		}
-		return true
-	})
-	ch := choices.Get("0")
-	if !isObject(ch) {
-		return nil
-	}
-	ch.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "finish_reason":
-			d.finish = v.Str
-		case "delta":
-			v.ForEach(func(dk, dv gjson.Result) bool {
-				switch dk.Str {
-				case "content":
-					d.text = inner(dv)
-				case "refusal":
-					if d.text == "" {
-						d.text = inner(dv)
-					}
-				case "tool_calls":
-					eachElement(dv, func(t gjson.Result) bool {
-						td := toolDelta{index: int(t.Get("index").Int())}
-						if id := t.Get("id"); id.Type == gjson.String && id.Str != "" {
-							td.id = inner(id)
-						}
-						fn := t.Get("function")
-						if n := fn.Get("name"); n.Type == gjson.String && n.Str != "" {
-							td.name = inner(n)
-						}
-						td.args = inner(fn.Get("arguments"))
-						d.tools = append(d.tools, td)
-						return true
-					})
-				}
-				return true
-			})
-		}
-		return true
-	})
-	return nil
-}
-
-func isDone(data []byte) bool {
-	s := bstr(data)
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
-		s = s[:len(s)-1]
-	}
-	return s == "[DONE]"
-}
-
-func (r *chatReader) event(ev protocol.Event, checked bool, s sink) error {
-	d := &r.d
-	if err := readChatChunk(ev.Data, checked, d); err != nil {
-		return err
-	}
-	if d.done {
-		return nil
-	}
-	if d.err.Exists() {
-		return s.fail(upstreamStreamError(d.err.Get("type").Str+" "+d.err.Get("code").String(), d.err.Get("message").Str))
-	}
-	if d.hasUsage {
-		r.u = d.usage
-		s.setUsage(r.u)
-	}
-	if d.text != "" {
-		if err := s.text(d.text); err != nil {
+	if c.Text != "" {
+		if err := s.text(c.Text); err != nil {
 			return err
 		}
 	}
-	for _, t := range d.tools {
-		if t.index < 0 || t.index > maxToolIndex {
+	for _, t := range c.Tools {
+		if t.Index < 0 || t.Index > maxToolIndex {
 			continue
 		}
-		for len(r.ids) <= t.index {
+		idx := int(t.Index)
+		for len(r.ids) <= idx {
 			r.ids = append(r.ids, -1)
 		}
-		n := r.ids[t.index]
+		n := r.ids[idx]
 		if n < 0 {
 			if r.calls > 0 && r.open >= 0 {
 				if err := s.toolEnd(r.open); err != nil {
@@ -270,29 +172,29 @@ func (r *chatReader) event(ev protocol.Event, checked bool, s sink) error {
 				}
 			}
 			n = r.calls
-			r.ids[t.index], r.open = n, n
+			r.ids[idx], r.open = n, n
 			r.calls++
-			id := t.id
+			id := t.ID
 			if id == "" {
-				id = syntheticCallID(t.index)
+				id = syntheticCallID(idx)
 			}
-			if err := s.toolStart(n, id, t.name, t.args); err != nil {
+			if err := s.toolStart(n, id, t.Name, t.Args); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := s.toolArgs(n, t.args); err != nil {
+		if err := s.toolArgs(n, t.Args); err != nil {
 			return err
 		}
 	}
-	if d.finish != "" {
+	if c.Finish != "" {
 		if r.calls > 0 && r.open >= 0 {
 			if err := s.toolEnd(r.open); err != nil {
 				return err
 			}
 			r.open = -1
 		}
-		return s.finish(chatFinish(d.finish))
+		return s.finish(chatFinish(c.Finish))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -205,8 +206,8 @@ func (r *responsesReader) call(output int64) int {
 	return r.items[output]
 }
 
-func (r *responsesReader) event(ev protocol.Event, checked bool, s sink) error {
-	d, err := parseEvent(ev.Data, checked)
+func (r *responsesReader) read(c *codec.Chunk, s sink) error {
+	d, err := parseChunk(c)
 	if err != nil {
 		return err
 	}

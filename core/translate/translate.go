@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -57,10 +58,11 @@ type Stream interface {
 	// Event converts one upstream event, emitting zero or more client events
 	// at once; text is never held back.
 	Event(ev protocol.Event, emit func(protocol.Event) error) error
-	// EventChecked is Event for an event whose data the caller has already
-	// found to be valid JSON (the codec's stream tracker checks each one):
-	// it is not validated a second time.
-	EventChecked(ev protocol.Event, emit func(protocol.Event) error) error
+	// Read is Event for an event the caller's codec reader of the
+	// upstream protocol (codec.NewReader) has just observed: the
+	// translator reads the reader's scan of it instead of the event, so
+	// the event is scanned once.
+	Read(c *codec.Chunk, emit func(protocol.Event) error) error
 	// End is called only after a complete upstream stream and emits what the
 	// client protocol still needs (final usage, terminator). After an
 	// upstream failure it is not called, so the client sees no terminator.
@@ -139,23 +141,28 @@ func (p *pair) Response(body []byte, o ResponseOptions) ([]byte, error) {
 }
 
 func (p *pair) NewStream(o ResponseOptions) Stream {
-	return &pairStream{r: p.to.newReader(), w: p.from.newWriter(o)}
+	return &pairStream{up: p.to.id, r: p.to.newReader(), w: p.from.newWriter(o)}
 }
 
 // pairStream feeds an upstream reader into a client writer, event by event.
 type pairStream struct {
-	r reader
-	w sink
+	up   protocol.ID
+	scan codec.Reader // Event's own scan; made at its first use
+	r    reader
+	w    sink
 }
 
 func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) error {
-	s.w.setEmit(emit)
-	return s.r.event(ev, false, s.w)
+	if s.scan == nil {
+		s.scan = codec.NewReader(s.up)
+	}
+	s.scan.Observe(ev)
+	return s.Read(s.scan.Chunk(), emit)
 }
 
-func (s *pairStream) EventChecked(ev protocol.Event, emit func(protocol.Event) error) error {
+func (s *pairStream) Read(c *codec.Chunk, emit func(protocol.Event) error) error {
 	s.w.setEmit(emit)
-	return s.r.event(ev, true, s.w)
+	return s.r.read(c, s.w)
 }
 
 func (s *pairStream) End(emit func(protocol.Event) error) error {
