@@ -428,8 +428,7 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 	s := str(ev.Data)
 	c := st.chunk
 	if c != nil {
-		tools := c.Tools[:0]
-		*c = Chunk{Event: ev, Tools: tools}
+		c.reset(ev)
 	}
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
@@ -457,7 +456,7 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 			if c != nil {
 				// The last choices member is the one read, as a
 				// translator always read a chunk.
-				c.Text, c.Tools, c.Finish, c.HasDelta = "", c.Tools[:0], "", false
+				c.Text, c.Tools, c.Finish, c.HasFinish = "", c.Tools[:0], "", false
 			}
 			if !isArray(raw) {
 				continue
@@ -482,7 +481,7 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 				st.usage = chatUsage(raw)
 				hasUsage = true
 				if c != nil {
-					c.Usage = st.usage
+					c.Usage, c.HasUsage = st.usage, true
 				}
 			}
 		case "error":
@@ -509,7 +508,6 @@ func (c *Chunk) readChoice(ch string) int64 {
 	if !isObject(ch) {
 		return 0
 	}
-	c.HasDelta = true
 	var chars int64
 	counted := false
 	it := members(ch, 0)
@@ -521,7 +519,7 @@ func (c *Chunk) readChoice(ch string) int64 {
 		raw := ch[vs:ve]
 		switch keyName(k) {
 		case "finish_reason":
-			c.Finish = strValue(raw)
+			c.Finish, c.HasFinish = strValue(raw), isString(raw)
 		case "delta":
 			if isObject(raw) {
 				n := c.readDelta(raw)

@@ -21,13 +21,21 @@ type Chunk struct {
 	// sets it.
 	Read bool
 
-	// Completions chunks (choice 0).
-	Text     string         // the delta's content (or refusal): raw inside of a string
-	Tools    []ToolDelta    // the delta's tool_calls entries, in order
-	Finish   string         // finish_reason (unescaped; "" when absent or null)
-	Usage    protocol.Usage // the usage object's counts (Reported when there is one)
-	Error    string         // an error object ("" when absent)
-	HasDelta bool           // choice 0 is an object
+	// Type is a messages or responses event's type (the event name, or
+	// its type field); Index its block index (messages) or output_index.
+	Type  string
+	Index int64
+	// Block is the type of a messages event's content block or delta.
+	Block string
+	Text  string      // generated text: raw inside of a JSON string
+	Tools []ToolDelta // tool calls started or continued, in order
+	// Finish is the finish or stop reason (unescaped), when HasFinish.
+	Finish    string
+	HasFinish bool
+	// Usage holds the event's usage counts, when HasUsage.
+	Usage    protocol.Usage
+	HasUsage bool
+	Error    string // an error object, raw ("" when absent)
 }
 
 // ToolDelta is one tool_calls entry of a completions chunk; ID, Name and
@@ -47,7 +55,9 @@ func NewReader(p protocol.ID) Reader {
 		r.chunk = &r.c // one allocation for both
 		return r
 	case protocol.AnthropicMessages:
-		return &chunkOf{Stream: messagesCodec.NewStream()}
+		r := &msgReader{msgStream: msgStream{open: -1, last: -1}}
+		r.chunk = &r.c
+		return r
 	case protocol.OpenAIResponses:
 		return &chunkOf{Stream: responsesCodec.NewStream()}
 	case protocol.GeminiNative:
@@ -86,6 +96,25 @@ type chatReader struct {
 }
 
 func (r *chatReader) Chunk() *Chunk { return r.chunk }
+
+// msgReader is a messages tracker that fills its own chunk.
+type msgReader struct {
+	msgStream
+	c Chunk
+}
+
+func (r *msgReader) Chunk() *Chunk { return r.chunk }
+
+// reset empties c for the next event, keeping its storage.
+func (c *Chunk) reset(ev protocol.Event) {
+	*c = Chunk{Event: ev, Tools: c.Tools[:0], Index: -1}
+}
+
+// tool returns a new entry of c.Tools.
+func (c *Chunk) tool() *ToolDelta {
+	c.Tools = append(c.Tools, ToolDelta{})
+	return &c.Tools[len(c.Tools)-1]
+}
 
 // objectData reports whether data, already found valid by Observe (or
 // not broken), is a JSON object.

@@ -414,6 +414,7 @@ type msgStream struct {
 	// The content block open now (index, -1 for none), and before the
 	// last event: a stop ends the stream as though that event was not sent.
 	open, last int64
+	chunk      *Chunk // a reader's: what the last event says (nil for a tracker)
 }
 
 func (messages) NewStream() Stream { return &msgStream{open: -1, last: -1} }
@@ -423,12 +424,19 @@ func (st *msgStream) Observe(ev protocol.Event) bool {
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
+		if st.chunk != nil {
+			st.chunk.reset(ev)
+		}
 		return true
 	}
 	s := str(ev.Data)[i:]
 	typ := ev.Name
 	if typ == "" {
 		typ = strValue(field(s, "type"))
+	}
+	if st.chunk != nil {
+		st.read(ev, s, typ)
+		return true
 	}
 	switch typ {
 	case "content_block_delta":
@@ -470,6 +478,79 @@ func (st *msgStream) Observe(ev protocol.Event) bool {
 		st.done = true
 	}
 	return true
+}
+
+// read is Observe's walk of the event object s of type typ for a reader:
+// it tracks the stream as Observe does and fills the chunk in the same
+// walk.
+func (st *msgStream) read(ev protocol.Event, s, typ string) {
+	c := st.chunk
+	c.reset(ev)
+	c.Object, c.Read, c.Type = true, true, typ
+	switch typ {
+	case "content_block_delta":
+		delta := field(s, "delta")
+		if !isObject(delta) {
+			break
+		}
+		dt := field(delta, "type")
+		switch {
+		case strIs(dt, "text_delta"):
+			t := field(delta, "text")
+			st.chars += countChars(t)
+			c.Block, c.Text = "text_delta", inside(t)
+		case strIs(dt, "input_json_delta"):
+			j := field(delta, "partial_json")
+			st.chars += countChars(j)
+			c.Block, c.Index = "input_json_delta", jsonInt(field(s, "index"))
+			c.tool().Args = inside(j)
+		case strIs(dt, "thinking_delta"):
+			st.chars += countChars(field(delta, "thinking"))
+		}
+	case "content_block_start":
+		raw := field(s, "index")
+		c.Index = jsonInt(raw)
+		st.open = -1
+		if n, ok := intValue(raw); ok && n >= 0 {
+			st.open = n
+		}
+		b := field(s, "content_block")
+		switch bt := field(b, "type"); {
+		case strIs(bt, "text"):
+			t := field(b, "text")
+			st.chars += countChars(t)
+			c.Block, c.Text = "text", inside(t)
+		case strIs(bt, "tool_use"):
+			c.Block = "tool_use"
+			t := c.tool()
+			t.ID, t.Name = inside(field(b, "id")), inside(field(b, "name"))
+		}
+	case "content_block_stop":
+		st.open = -1
+		c.Index = jsonInt(field(s, "index"))
+	case "message_start":
+		if m := field(s, "message"); isObject(m) {
+			if u := field(m, "usage"); isObject(u) {
+				st.u.read(u)
+				c.HasUsage = true
+			}
+		}
+	case "message_delta":
+		if u := field(s, "usage"); isObject(u) {
+			st.u.read(u)
+			st.u.reported = true
+			c.HasUsage = true
+		}
+		sr := field(field(s, "delta"), "stop_reason")
+		c.Finish, c.HasFinish = strValue(sr), isString(sr)
+	case "message_stop":
+		st.done = true
+	case "error":
+		c.Error = field(s, "error")
+	}
+	if c.HasUsage {
+		c.Usage = st.u.usage()
+	}
 }
 
 // Stop ends the stream as a messages stream stopped by max tokens: the

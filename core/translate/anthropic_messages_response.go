@@ -134,87 +134,64 @@ func writeMessages(a *answer, o ResponseOptions, sizeHint int) []byte {
 	return append(b, '}')
 }
 
-// messagesReader reads an upstream messages stream.
+// messagesReader reads an upstream messages stream from the codec
+// reader's scan of each event.
 type messagesReader struct {
-	u      usage
 	blocks []int // block index -> call number, -1 for other blocks
 	calls  int
 }
 
 func (r *messagesReader) read(c *codec.Chunk, s sink) error {
-	d, err := parseChunk(c)
-	if err != nil {
-		return err
+	if !c.Object {
+		return errBadUpstream
 	}
-	var typ string
-	var index int64
-	var block, delta, use, msg, errObj gjson.Result
-	d.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "type":
-			typ = v.Str
-		case "index":
-			index = v.Int()
-		case "content_block":
-			block = v
-		case "delta":
-			delta = v
-		case "usage":
-			use = v
-		case "message":
-			msg = v
-		case "error":
-			errObj = v
-		}
-		return true
-	})
-	idx := int(index)
-	switch typ {
-	case "message_start":
-		readMessagesUsage(msg.Get("usage"), &r.u)
-		s.setUsage(r.u)
+	if c.HasUsage {
+		s.setUsage(usageOf(c.Usage))
+	}
+	idx := int(c.Index)
+	switch c.Type {
 	case "content_block_start":
-		if idx < 0 || idx >= maxBlockIndex {
+		if c.Index < 0 || c.Index >= maxBlockIndex {
 			return nil
 		}
 		for len(r.blocks) <= idx {
 			r.blocks = append(r.blocks, -1)
 		}
-		switch block.Get("type").Str {
+		switch c.Block {
 		case "tool_use":
 			r.blocks[idx] = r.calls
 			r.calls++
-			return s.toolStart(r.blocks[idx], inner(block.Get("id")), inner(block.Get("name")), "")
+			t := c.Tools[0]
+			return s.toolStart(r.blocks[idx], t.ID, t.Name, "")
 		case "text":
-			return s.text(inner(block.Get("text")))
+			return s.text(c.Text)
 		}
 	case "content_block_delta":
-		switch delta.Get("type").Str {
+		switch c.Block {
 		case "text_delta":
-			return s.text(inner(delta.Get("text")))
+			return s.text(c.Text)
 		case "input_json_delta":
-			if n := r.call(idx); n >= 0 {
-				return s.toolArgs(n, inner(delta.Get("partial_json")))
+			if n := r.call(c.Index); n >= 0 {
+				return s.toolArgs(n, c.Tools[0].Args)
 			}
 		}
 	case "content_block_stop":
-		if n := r.call(idx); n >= 0 {
+		if n := r.call(c.Index); n >= 0 {
 			return s.toolEnd(n)
 		}
 	case "message_delta":
-		readMessagesUsage(use, &r.u)
-		s.setUsage(r.u)
-		if sr := delta.Get("stop_reason"); sr.Type == gjson.String {
-			return s.finish(messagesFinish(sr.Str))
+		if c.HasFinish {
+			return s.finish(messagesFinish(c.Finish))
 		}
 	case "error":
-		return s.fail(upstreamStreamError(errObj.Get("type").Str, errObj.Get("message").Str))
+		e := gjson.Parse(c.Error)
+		return s.fail(upstreamStreamError(e.Get("type").Str, e.Get("message").Str))
 	}
 	return nil
 }
 
-func (r *messagesReader) call(idx int) int {
-	if idx < 0 || idx >= len(r.blocks) {
+func (r *messagesReader) call(idx int64) int {
+	if idx < 0 || idx >= int64(len(r.blocks)) {
 		return -1
 	}
 	return r.blocks[idx]

@@ -148,7 +148,7 @@ func (r *chatReader) read(c *codec.Chunk, s sink) error {
 		e := gjson.Parse(c.Error)
 		return s.fail(upstreamStreamError(e.Get("type").Str+" "+e.Get("code").String(), e.Get("message").Str))
 	}
-	if c.Usage.Reported {
+	if c.HasUsage {
 		s.setUsage(usageOf(c.Usage))
 	}
 	if c.Text != "" {
