@@ -446,7 +446,6 @@ type relay struct {
 	c         *Call
 	red       *redact.Redactor
 	track     codec.Stream
-	scan      codec.Reader // track, when translated: the translator reads its scan
 	tr        translate.Stream
 	out       *sse.Writer
 	emit      func(protocol.Event) error // out.Append, bound once (a method value allocates)
@@ -508,7 +507,7 @@ func (r *relay) add(ev vendor.Event) error {
 		// left alone is read from the tracker's scan of it.
 		data := maskErrorEvent(r.red, pe.Data)
 		if sameBytes(data, pe.Data) {
-			return r.tr.Read(r.scan.Chunk(), r.emit)
+			return r.tr.Read(r.track.Chunk(), r.emit)
 		}
 		pe.Data = data
 		return r.tr.Event(pe, r.emit)
@@ -532,16 +531,14 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 	rl := &relay{
 		c:         c,
 		red:       red,
+		track:     codec.For(c.Route.Protocol).NewStream(),
 		out:       sse.NewWriter(c.W),
 		keepUsage: c.Protocol != protocol.OpenAIChat || c.Req.IncludeUsage,
 	}
 	if c.Route.Translator != nil {
-		rl.scan = codec.NewReader(c.Route.Protocol)
-		rl.track = rl.scan
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
 		rl.emit = rl.out.Append
 	} else {
-		rl.track = codec.For(c.Route.Protocol).NewStream()
 		rl.namer = codec.NewModelNamer(c.Route.Protocol, c.ModelID)
 	}
 	return rl

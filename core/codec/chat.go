@@ -421,28 +421,22 @@ type chatStream struct {
 	done        bool
 	broken      bool
 	id, created string // raw values of the first chunk, for a stop
-	chunk       *Chunk // a reader's: what the last event says (nil for a tracker)
+	c           Chunk  // what the last event says
 }
 
 func (st *chatStream) Observe(ev protocol.Event) bool {
 	s := str(ev.Data)
-	c := st.chunk
-	if c != nil {
-		c.reset(ev)
-	}
+	c := &st.c
+	c.reset(ev)
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
 		done := !bad && isDone(s[skipWS(s, 0):])
 		st.done = st.done || done
-		if c != nil {
-			c.Done, c.Read = done, true
-		}
+		c.Done = done
 		return true
 	}
-	if c != nil {
-		c.Object, c.Read = true, true
-	}
+	c.Object = true
 	nChoices, hasUsage := 0, false
 	it := members(s, i)
 	for {
@@ -453,11 +447,9 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 		raw := s[vs:ve]
 		switch keyName(k) {
 		case "choices":
-			if c != nil {
-				// The last choices member is the one read, as a
-				// translator always read a chunk.
-				c.Text, c.Tools, c.Finish, c.HasFinish = "", c.Tools[:0], "", false
-			}
+			// The last choices member is the one read, as a
+			// translator always read a chunk.
+			c.Text, c.Tools, c.Finish, c.HasFinish = "", c.Tools[:0], "", false
 			if !isArray(raw) {
 				continue
 			}
@@ -468,7 +460,7 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 					break
 				}
 				nChoices++
-				if c != nil && nChoices == 1 {
+				if nChoices == 1 {
 					st.chars += c.readChoice(s[cs:ce])
 					continue
 				}
@@ -480,12 +472,10 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 			if isObject(raw) {
 				st.usage = chatUsage(raw)
 				hasUsage = true
-				if c != nil {
-					c.Usage, c.HasUsage = st.usage, true
-				}
+				c.Usage, c.HasUsage = st.usage, true
 			}
 		case "error":
-			if c != nil && isObject(raw) {
+			if isObject(raw) {
 				c.Error = raw
 			}
 		case "id":
@@ -633,6 +623,7 @@ func isDone(s string) bool {
 }
 
 func (st *chatStream) Usage() protocol.Usage { return st.usage }
+func (st *chatStream) Chunk() *Chunk         { return &st.c }
 func (st *chatStream) OutputChars() int64    { return st.chars }
 func (st *chatStream) Complete() bool        { return st.done }
 func (st *chatStream) Broken() bool          { return st.broken }

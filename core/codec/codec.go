@@ -78,6 +78,9 @@ type Stream interface {
 	OutputChars() int64
 	// Complete reports whether the protocol's proper end was seen.
 	Complete() bool
+	// Chunk is what the last Observe found in its event, for a
+	// translator to read instead of the event.
+	Chunk() *Chunk
 	// Broken reports that an event did not parse (its data is not the
 	// JSON object the protocol sends): the stream cannot go on.
 	Broken() bool

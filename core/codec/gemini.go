@@ -272,50 +272,59 @@ func gemUsage(u string) protocol.Usage {
 }
 
 func (gemini) OutputChars(body []byte) int64 {
-	n, _ := gemCandidates(field(str(body), "candidates"))
+	n, _ := gemCandidates(field(str(body), "candidates"), nil)
 	return n
 }
 
 // gemCandidates counts the generated characters of a candidates array and
-// reports whether any candidate has a finishReason.
-func gemCandidates(cands string) (chars int64, finished bool) {
+// reports whether any candidate has a finishReason. A non-nil c gets
+// candidate 0's parts and finish reason, read in the same walk.
+func gemCandidates(cands string, c *Chunk) (chars int64, finished bool) {
 	if !isArray(cands) {
 		return 0, false
 	}
 	it := elems(cands, 0)
-	for {
+	for first := c != nil; ; first = false {
 		_, cs, ce, ok := it.next()
 		if !ok {
 			return chars, finished
 		}
-		c := cands[cs:ce]
-		if !isObject(c) {
+		cand := cands[cs:ce]
+		if !isObject(cand) {
 			continue
 		}
-		fields := members(c, 0)
+		fields := members(cand, 0)
 		for {
 			k, vs, ve, ok := fields.next()
 			if !ok {
 				break
 			}
-			raw := c[vs:ve]
+			raw := cand[vs:ve]
 			switch keyName(k) {
 			case "content":
 				if parts := field(raw, "parts"); isArray(parts) {
-					chars += gemPartsChars(parts)
+					if first {
+						chars += gemParts(parts, c)
+					} else {
+						chars += gemParts(parts, nil)
+					}
 				}
 			case "finishReason", "finish_reason":
 				if isString(raw) && len(raw) > 2 {
 					finished = true
+				}
+				if first {
+					c.Finish = strValue(raw)
 				}
 			}
 		}
 	}
 }
 
-// gemPartsChars counts text (thoughts included) and function-call
-// argument characters of a parts array.
-func gemPartsChars(parts string) int64 {
+// gemParts counts text (thoughts included) and function-call argument
+// characters of a parts array; a non-nil c gets each part that is not a
+// thought.
+func gemParts(parts string, c *Chunk) int64 {
 	var n int64
 	it := elems(parts, 0)
 	for {
@@ -327,6 +336,8 @@ func gemPartsChars(parts string) int64 {
 		if !isObject(p) {
 			continue
 		}
+		var text, call string
+		thought := false
 		fields := members(p, 0)
 		for {
 			k, vs, ve, ok := fields.next()
@@ -337,11 +348,28 @@ func gemPartsChars(parts string) int64 {
 			switch keyName(k) {
 			case "text":
 				n += countChars(raw)
+				text = raw
 			case "functionCall", "function_call":
 				if args := field(raw, "args"); isObject(args) {
 					n += int64(utf8.RuneCountInString(args))
 				}
+				call = raw
+			case "thought":
+				thought = raw == "true"
 			}
+		}
+		if c == nil || thought {
+			continue
+		}
+		if isString(text) {
+			c.Parts = append(c.Parts, Part{Text: inside(text)})
+		}
+		if isObject(call) {
+			args := field(call, "args")
+			if !isObject(args) {
+				args = ""
+			}
+			c.Parts = append(c.Parts, Part{Call: true, ID: inside(field(call, "id")), Name: inside(field(call, "name")), Args: args})
 		}
 	}
 }
@@ -359,14 +387,18 @@ type gemStream struct {
 	done   bool
 	broken bool
 	respID string // the first chunk's responseId, raw, for a stop
+	c      Chunk  // what the last event says
 }
 
 func (st *gemStream) Observe(ev protocol.Event) bool {
+	c := &st.c
+	c.reset(ev)
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
 		return true
 	}
+	c.Object = true
 	s := str(ev.Data)
 	it := members(s, i)
 	for {
@@ -377,18 +409,29 @@ func (st *gemStream) Observe(ev protocol.Event) bool {
 		raw := s[vs:ve]
 		switch keyName(k) {
 		case "candidates":
-			chars, finished := gemCandidates(raw)
+			// The last candidates member is the one a translator reads.
+			c.Parts, c.Finish = c.Parts[:0], ""
+			chars, finished := gemCandidates(raw, c)
 			st.chars += chars
 			st.done = st.done || finished
 		case "usageMetadata", "usage_metadata":
 			if isObject(raw) {
 				st.usage = gemUsage(raw)
+				c.Usage, c.HasUsage = st.usage, true
 			}
 		case "promptFeedback", "prompt_feedback":
+			br := field(raw, "blockReason")
+			if isString(br) && len(br) > 2 {
+				st.done = true
+			}
+			if br == "" {
+				br = field(raw, "block_reason")
+			}
+			c.Blocked = br != "" && !isNull(br)
+		case "error":
+			c.Error = ""
 			if isObject(raw) {
-				if br := field(raw, "blockReason"); isString(br) && len(br) > 2 {
-					st.done = true
-				}
+				c.Error = raw
 			}
 		case "responseId":
 			if st.respID == "" && isString(raw) {
@@ -421,6 +464,8 @@ func (st *gemStream) Stop(o StopOptions, emit func(protocol.Event) error) error 
 	w.send("", append(b, '}'))
 	return w.err
 }
+
+func (st *gemStream) Chunk() *Chunk { return &st.c }
 
 func (st *gemStream) Usage() protocol.Usage { return st.usage }
 func (st *gemStream) OutputChars() int64    { return st.chars }

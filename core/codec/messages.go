@@ -414,19 +414,17 @@ type msgStream struct {
 	// The content block open now (index, -1 for none), and before the
 	// last event: a stop ends the stream as though that event was not sent.
 	open, last int64
-	chunk      *Chunk // a reader's: what the last event says (nil for a tracker)
+	c          Chunk // what the last event says
 }
 
 func (messages) NewStream() Stream { return &msgStream{open: -1, last: -1} }
 
 func (st *msgStream) Observe(ev protocol.Event) bool {
 	st.last = st.open
+	st.c.reset(ev)
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
-		if st.chunk != nil {
-			st.chunk.reset(ev)
-		}
 		return true
 	}
 	s := str(ev.Data)[i:]
@@ -434,59 +432,8 @@ func (st *msgStream) Observe(ev protocol.Event) bool {
 	if typ == "" {
 		typ = strValue(field(s, "type"))
 	}
-	if st.chunk != nil {
-		st.read(ev, s, typ)
-		return true
-	}
-	switch typ {
-	case "content_block_delta":
-		delta := field(s, "delta")
-		if !isObject(delta) {
-			break
-		}
-		dt := field(delta, "type")
-		switch {
-		case strIs(dt, "text_delta"):
-			st.chars += countChars(field(delta, "text"))
-		case strIs(dt, "input_json_delta"):
-			st.chars += countChars(field(delta, "partial_json"))
-		case strIs(dt, "thinking_delta"):
-			st.chars += countChars(field(delta, "thinking"))
-		}
-	case "content_block_start":
-		st.open = -1
-		if n, ok := intValue(field(s, "index")); ok && n >= 0 {
-			st.open = n
-		}
-		if b := field(s, "content_block"); isObject(b) && strIs(field(b, "type"), "text") {
-			st.chars += countChars(field(b, "text"))
-		}
-	case "content_block_stop":
-		st.open = -1
-	case "message_start":
-		if m := field(s, "message"); isObject(m) {
-			if u := field(m, "usage"); isObject(u) {
-				st.u.read(u)
-			}
-		}
-	case "message_delta":
-		if u := field(s, "usage"); isObject(u) {
-			st.u.read(u)
-			st.u.reported = true
-		}
-	case "message_stop":
-		st.done = true
-	}
-	return true
-}
-
-// read is Observe's walk of the event object s of type typ for a reader:
-// it tracks the stream as Observe does and fills the chunk in the same
-// walk.
-func (st *msgStream) read(ev protocol.Event, s, typ string) {
-	c := st.chunk
-	c.reset(ev)
-	c.Object, c.Read, c.Type = true, true, typ
+	c := &st.c
+	c.Object, c.Type = true, typ
 	switch typ {
 	case "content_block_delta":
 		delta := field(s, "delta")
@@ -551,6 +498,7 @@ func (st *msgStream) read(ev protocol.Event, s, typ string) {
 	if c.HasUsage {
 		c.Usage = st.u.usage()
 	}
+	return true
 }
 
 // Stop ends the stream as a messages stream stopped by max tokens: the
@@ -569,6 +517,7 @@ func (st *msgStream) Stop(o StopOptions, emit func(protocol.Event) error) error 
 }
 
 func (st *msgStream) Usage() protocol.Usage { return st.u.usage() }
+func (st *msgStream) Chunk() *Chunk         { return &st.c }
 func (st *msgStream) OutputChars() int64    { return st.chars }
 func (st *msgStream) Complete() bool        { return st.done }
 func (st *msgStream) Broken() bool          { return st.broken }

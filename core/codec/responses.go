@@ -295,6 +295,7 @@ type respStream struct {
 	open, last  respItem
 	text        []byte // the open item's text or arguments (raw inside)
 	items       []byte // the items done, raw JSON, comma-separated
+	c           Chunk  // what the last event says
 }
 
 // respItem is the output item streaming; last is it before the last event,
@@ -309,11 +310,14 @@ type respItem struct {
 func (st *respStream) Observe(ev protocol.Event) bool {
 	st.last = st.open
 	st.last.textLen, st.last.itemsLen = len(st.text), len(st.items)
+	c := &st.c
+	c.reset(ev)
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
 		return true
 	}
+	c.Object = true
 	s := str(ev.Data)[i:]
 	st.events++
 	if st.events == 1 {
@@ -323,6 +327,7 @@ func (st *respStream) Observe(ev protocol.Event) bool {
 	if typ == "" {
 		typ = strValue(field(s, "type"))
 	}
+	c.Type = typ
 	switch typ {
 	case "response.output_text.delta", "response.function_call_arguments.delta":
 		d := field(s, "delta")
@@ -330,8 +335,18 @@ func (st *respStream) Observe(ev protocol.Event) bool {
 		if isString(d) && st.open.kind != 0 {
 			st.text = append(st.text, d[1:len(d)-1]...)
 		}
+		if typ == "response.output_text.delta" {
+			c.Text = inside(d)
+		} else {
+			c.Index = outputIndex(s)
+			c.tool().Args = inside(d)
+		}
+	case "response.refusal.delta":
+		d := field(s, "delta")
+		st.chars += countChars(d)
+		c.Text = inside(d)
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
-		"response.refusal.delta", "response.custom_tool_call_input.delta":
+		"response.custom_tool_call_input.delta":
 		st.chars += countChars(field(s, "delta"))
 	case "response.created":
 		if r := field(s, "response"); isObject(r) && st.id == "" {
@@ -344,28 +359,45 @@ func (st *respStream) Observe(ev protocol.Event) bool {
 		case strIs(typ, "message"):
 			st.open = respItem{kind: 'm', id: keep(field(item, "id")), output: keep(field(s, "output_index")), content: "0"}
 		case strIs(typ, "function_call"):
-			st.open = respItem{kind: 'f', id: keep(field(item, "id")), output: keep(field(s, "output_index")),
-				callID: keep(field(item, "call_id")), name: keep(field(item, "name"))}
+			out, callID, name := field(s, "output_index"), field(item, "call_id"), field(item, "name")
+			st.open = respItem{kind: 'f', id: keep(field(item, "id")), output: keep(out),
+				callID: keep(callID), name: keep(name)}
+			c.Block, c.Index = "function_call", outputIndexOf(out)
+			c.Tools = append(c.Tools, ToolDelta{ID: inside(callID), Name: inside(name), Args: inside(field(item, "arguments"))})
 		}
 	case "response.content_part.added":
 		if c := field(s, "content_index"); isNumber(c) && st.open.kind == 'm' {
 			st.open.content = keep(c)
 		}
 	case "response.output_item.done":
-		if item := field(s, "item"); isObject(item) {
+		item := field(s, "item")
+		if isObject(item) {
 			if len(st.items) > 0 {
 				st.items = append(st.items, ',')
 			}
 			st.items = append(st.items, item...)
 		}
 		st.open, st.text = respItem{}, st.text[:0]
+		c.Index = outputIndex(s)
+		c.tool().Args = inside(field(item, "arguments"))
 	case "response.completed", "response.incomplete", "response.failed":
 		st.done = true
-		if resp := field(s, "response"); isObject(resp) {
-			if u := field(resp, "usage"); isObject(u) {
-				st.usage = respUsage(u)
-			}
+		resp := field(s, "response")
+		u := field(resp, "usage")
+		if isObject(u) {
+			st.usage = respUsage(u)
 		}
+		if typ == "response.failed" {
+			c.Error = resp
+			break
+		}
+		// A translator reports what the end says, zero when it says
+		// nothing.
+		c.Usage, c.HasUsage = respUsage(u), true
+		c.Finish, c.HasFinish = strValue(field(resp, "status")), true
+		c.Reason = strValue(field(field(resp, "incomplete_details"), "reason"))
+	case "error":
+		c.Error = s
 	}
 	return true
 }
@@ -458,6 +490,18 @@ func (st *respStream) Stop(o StopOptions, emit func(protocol.Event) error) error
 }
 
 func (st *respStream) Usage() protocol.Usage { return st.usage }
-func (st *respStream) OutputChars() int64    { return st.chars }
-func (st *respStream) Complete() bool        { return st.done }
-func (st *respStream) Broken() bool          { return st.broken }
+func (st *respStream) Chunk() *Chunk         { return &st.c }
+
+// outputIndex reads an event's output_index as a translator always did:
+// -1 when absent.
+func outputIndex(s string) int64 { return outputIndexOf(field(s, "output_index")) }
+
+func outputIndexOf(raw string) int64 {
+	if raw == "" {
+		return -1
+	}
+	return jsonInt(raw)
+}
+func (st *respStream) OutputChars() int64 { return st.chars }
+func (st *respStream) Complete() bool     { return st.done }
+func (st *respStream) Broken() bool       { return st.broken }

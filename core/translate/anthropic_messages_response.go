@@ -71,7 +71,7 @@ func appendMessagesUsage(b []byte, u usage) []byte {
 }
 
 func readMessages(body []byte) (*answer, error) {
-	r, err := parseEvent(body, false)
+	r, err := parseAnswer(body)
 	if err != nil {
 		return nil, err
 	}

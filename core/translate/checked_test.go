@@ -9,7 +9,7 @@ import (
 )
 
 // TestStreamKeepsNoViewOfTheUpstreamEvent feeds each recorded upstream
-// stream (text, tool calls, usage, finish) through a codec reader and
+// stream (text, tool calls, usage, finish) through a codec tracker and
 // Read, as the relay does, from one buffer that is scribbled over after
 // every event, as a relay's read buffer is: the client's stream must be
 // the same as from fresh copies, so nothing a writer keeps past an event
@@ -28,7 +28,7 @@ func TestStreamKeepsNoViewOfTheUpstreamEvent(t *testing.T) {
 				return nil
 			}
 			s := tr.NewStream(testResp)
-			scan := codec.NewReader(p.to)
+			scan := codec.For(p.to).NewStream()
 			var buf []byte
 			for _, ev := range evs {
 				buf = append(buf[:0], ev.Data...)
@@ -63,7 +63,7 @@ func TestReadStillRefusesANonObject(t *testing.T) {
 		s := mustLookup(t, p.from, p.to).NewStream(testResp)
 		emit := func(protocol.Event) error { return nil }
 		for _, data := range []string{"", " ", "[1]", `"s"`, "7", `{"a":`} {
-			scan := codec.NewReader(p.to)
+			scan := codec.For(p.to).NewStream()
 			scan.Observe(protocol.Event{Data: []byte(data)})
 			if err := s.Read(scan.Chunk(), emit); err == nil {
 				t.Errorf("%s: Read(%q) accepted", p.name, data)

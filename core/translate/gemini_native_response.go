@@ -100,7 +100,7 @@ func geminiError(e gjson.Result) *apierr.Error {
 }
 
 func readGemini(body []byte) (*answer, error) {
-	r, err := parseEvent(body, false)
+	r, err := parseAnswer(body)
 	if err != nil {
 		return nil, err
 	}
@@ -177,90 +177,49 @@ func writeGemini(a *answer, o ResponseOptions, sizeHint int) []byte {
 // geminiReader reads an upstream generate-content stream. A function call
 // comes whole, in one part.
 type geminiReader struct {
-	u     usage
 	calls int
 }
 
 func (r *geminiReader) read(c *codec.Chunk, s sink) error {
-	d, err := parseChunk(c)
-	if err != nil {
-		return err
+	if !c.Object {
+		return errBadUpstream
 	}
-	// One pass over the top level: these chunks come many per answer.
-	var cand, errObj gjson.Result
-	blocked := false
-	d.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "candidates":
-			cand = v.Get("0")
-		case "usageMetadata", "usage_metadata":
-			readGeminiUsage(v, &r.u)
-			s.setUsage(r.u)
-		case "promptFeedback", "prompt_feedback":
-			blocked = present(getAny(v, "blockReason", "block_reason"))
-		case "error":
-			errObj = v
+	if c.HasUsage {
+		s.setUsage(usageOf(c.Usage))
+	}
+	if c.Error != "" {
+		return s.fail(geminiError(gjson.Parse(c.Error)))
+	}
+	for _, p := range c.Parts {
+		if !p.Call {
+			if err := s.text(p.Text); err != nil {
+				return err
+			}
+			continue
 		}
-		return true
-	})
-	if isObject(errObj) {
-		return s.fail(geminiError(errObj))
-	}
-	var finish string
-	cand.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "content":
-			err = r.parts(v.Get("parts"), s)
-		case "finishReason", "finish_reason":
-			finish = v.Str
+		n := r.calls
+		r.calls++
+		id, args := p.ID, p.Args
+		if id == "" {
+			id = syntheticCallID(n)
 		}
-		return err == nil
-	})
-	if err != nil {
-		return err
+		if args == "" {
+			args = "{}"
+		}
+		if err := s.toolStart(n, id, p.Name, string(appendEscaped(nil, args))); err != nil {
+			return err
+		}
+		if err := s.toolEnd(n); err != nil {
+			return err
+		}
 	}
-	if f := geminiFinish(finish, r.calls > 0); f != "" {
+	if f := geminiFinish(c.Finish, r.calls > 0); f != "" {
 		return s.finish(f)
 	}
-	if blocked {
+	if c.Blocked {
 		return s.finish(finishFilter)
 	}
 	return nil
-}
-
-func (r *geminiReader) parts(parts gjson.Result, s sink) error {
-	var err error
-	eachElement(parts, func(p gjson.Result) bool {
-		var text, fc gjson.Result
-		thought := false
-		p.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "text":
-				text = v
-			case "functionCall", "function_call":
-				fc = v
-			case "thought":
-				thought = v.Type == gjson.True
-			}
-			return true
-		})
-		if thought {
-			return true
-		}
-		if text.Type == gjson.String {
-			err = s.text(inner(text))
-		}
-		if err == nil && isObject(fc) {
-			c := geminiCall(fc, r.calls)
-			n := r.calls
-			r.calls++
-			if err = s.toolStart(n, c.id, c.name, string(appendEscaped(nil, c.args))); err == nil {
-				err = s.toolEnd(n)
-			}
-		}
-		return err == nil
-	})
-	return err
 }
 
 // geminiWriter writes generate-content chunks for one client stream. Text

@@ -8,7 +8,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
-	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/jsonw"
 )
 
@@ -104,28 +103,18 @@ func parseBody(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
-// parseEvent validates one upstream response body, unless checked says
-// its caller already found it to be one valid JSON document. The result
-// views data without a copy: what outlives the call (a stored call id or
-// name, an error's message) is cloned where it is kept.
-func parseEvent(data []byte, checked bool) (gjson.Result, error) {
-	if !checked && !gjson.ValidBytes(data) {
+// parseAnswer validates an upstream's whole answer and returns it
+// parsed. The result views body without a copy: what outlives the call
+// (an error's message) is cloned where it is kept.
+func parseAnswer(body []byte) (gjson.Result, error) {
+	if !gjson.ValidBytes(body) {
 		return gjson.Result{}, errBadUpstream
 	}
-	r := gjson.Parse(bstr(data))
+	r := gjson.Parse(bstr(body))
 	if !isObject(r) {
 		return gjson.Result{}, errBadUpstream
 	}
 	return r, nil
-}
-
-// parseChunk parses the event of a chunk whose scan left it to the
-// translator; the codec reader has validated it.
-func parseChunk(c *codec.Chunk) (gjson.Result, error) {
-	if !c.Object {
-		return gjson.Result{}, errBadUpstream
-	}
-	return parseEvent(c.Event.Data, true)
 }
 
 // invalid builds the invalid_request error of an untranslatable request.

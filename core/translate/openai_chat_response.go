@@ -55,7 +55,7 @@ func chatFinish(s string) string {
 }
 
 func readChat(body []byte) (*answer, error) {
-	r, err := parseEvent(body, false)
+	r, err := parseAnswer(body)
 	if err != nil {
 		return nil, err
 	}

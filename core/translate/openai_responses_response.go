@@ -69,7 +69,7 @@ func responseFailure(r gjson.Result) *apierr.Error {
 }
 
 func readResponses(body []byte) (*answer, error) {
-	r, err := parseEvent(body, false)
+	r, err := parseAnswer(body)
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +191,9 @@ func writeResponses(a *answer, o ResponseOptions, sizeHint int) []byte {
 	return appendResponse(make([]byte, 0, sizeHint+len(items)+512), o, status, reason, nil, items, &a.usage)
 }
 
-// responsesReader reads an upstream responses stream.
+// responsesReader reads an upstream responses stream from the codec
+// reader's scan of each event.
 type responsesReader struct {
-	u     usage
 	items []int  // output index -> call number, -1 for other items
 	args  []bool // call number -> some arguments arrived
 	calls int
@@ -207,33 +207,15 @@ func (r *responsesReader) call(output int64) int {
 }
 
 func (r *responsesReader) read(c *codec.Chunk, s sink) error {
-	d, err := parseChunk(c)
-	if err != nil {
-		return err
+	if !c.Object {
+		return errBadUpstream
 	}
-	var typ string
-	var output int64 = -1
-	var delta, item, resp gjson.Result
-	d.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "type":
-			typ = v.Str
-		case "output_index":
-			output = v.Int()
-		case "delta":
-			delta = v
-		case "item":
-			item = v
-		case "response":
-			resp = v
-		}
-		return true
-	})
-	switch typ {
+	output := c.Index
+	switch c.Type {
 	case "response.output_text.delta", "response.refusal.delta":
-		return s.text(inner(delta))
+		return s.text(c.Text)
 	case "response.output_item.added":
-		if item.Get("type").Str != "function_call" || output < 0 || output >= maxBlockIndex {
+		if c.Block != "function_call" || output < 0 || output >= maxBlockIndex {
 			return nil
 		}
 		for int64(len(r.items)) <= output {
@@ -242,13 +224,14 @@ func (r *responsesReader) read(c *codec.Chunk, s sink) error {
 		n := r.calls
 		r.items[output] = n
 		r.calls++
-		args := inner(item.Get("arguments"))
-		r.args = append(r.args, args != "")
-		return s.toolStart(n, inner(item.Get("call_id")), inner(item.Get("name")), args)
+		t := c.Tools[0]
+		r.args = append(r.args, t.Args != "")
+		return s.toolStart(n, t.ID, t.Name, t.Args)
 	case "response.function_call_arguments.delta":
 		if n := r.call(output); n >= 0 {
-			r.args[n] = r.args[n] || delta.Str != ""
-			return s.toolArgs(n, inner(delta))
+			args := c.Tools[0].Args
+			r.args[n] = r.args[n] || args != ""
+			return s.toolArgs(n, args)
 		}
 	case "response.output_item.done":
 		n := r.call(output)
@@ -258,19 +241,19 @@ func (r *responsesReader) read(c *codec.Chunk, s sink) error {
 		if !r.args[n] {
 			// The arguments came whole, with the item.
 			r.args[n] = true
-			if err := s.toolArgs(n, inner(item.Get("arguments"))); err != nil {
+			if err := s.toolArgs(n, c.Tools[0].Args); err != nil {
 				return err
 			}
 		}
 		return s.toolEnd(n)
 	case "response.completed", "response.incomplete":
-		r.u = readResponsesUsage(resp.Get("usage"))
-		s.setUsage(r.u)
-		return s.finish(responsesFinish(resp.Get("status").Str, resp.Get("incomplete_details.reason").Str, r.calls > 0))
+		s.setUsage(usageOf(c.Usage))
+		return s.finish(responsesFinish(c.Finish, c.Reason, r.calls > 0))
 	case "response.failed":
-		return s.fail(responseFailure(resp))
+		return s.fail(responseFailure(gjson.Parse(c.Error)))
 	case "error":
-		return s.fail(upstreamStreamError(d.Get("code").Str, d.Get("message").Str))
+		e := gjson.Parse(c.Error)
+		return s.fail(upstreamStreamError(e.Get("code").Str, e.Get("message").Str))
 	}
 	return nil
 }

@@ -58,9 +58,9 @@ type Stream interface {
 	// Event converts one upstream event, emitting zero or more client events
 	// at once; text is never held back.
 	Event(ev protocol.Event, emit func(protocol.Event) error) error
-	// Read is Event for an event the caller's codec reader of the
-	// upstream protocol (codec.NewReader) has just observed: the
-	// translator reads the reader's scan of it instead of the event, so
+	// Read is Event for an event the caller's codec tracker of the
+	// upstream protocol has just observed: the translator reads the
+	// tracker's scan of it (codec.Stream.Chunk) instead of the event, so
 	// the event is scanned once.
 	Read(c *codec.Chunk, emit func(protocol.Event) error) error
 	// End is called only after a complete upstream stream and emits what the
@@ -147,14 +147,14 @@ func (p *pair) NewStream(o ResponseOptions) Stream {
 // pairStream feeds an upstream reader into a client writer, event by event.
 type pairStream struct {
 	up   protocol.ID
-	scan codec.Reader // Event's own scan; made at its first use
+	scan codec.Stream // Event's own scan; made at its first use
 	r    reader
 	w    sink
 }
 
 func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) error {
 	if s.scan == nil {
-		s.scan = codec.NewReader(s.up)
+		s.scan = codec.For(s.up).NewStream()
 	}
 	s.scan.Observe(ev)
 	return s.Read(s.scan.Chunk(), emit)
