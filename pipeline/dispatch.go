@@ -447,6 +447,7 @@ type relay struct {
 	red       *redact.Redactor
 	track     codec.Stream
 	tr        translate.Stream
+	chunk     *codec.Chunk // track's scan of each event, which tr reads
 	out       *sse.Writer
 	emit      func(protocol.Event) error // out.Append, bound once (a method value allocates)
 	head      vendor.Head
@@ -507,7 +508,7 @@ func (r *relay) add(ev vendor.Event) error {
 		// left alone is read from the tracker's scan of it.
 		data := maskErrorEvent(r.red, pe.Data)
 		if sameBytes(data, pe.Data) {
-			return r.tr.Read(r.track.Chunk(), r.emit)
+			return r.tr.Read(r.chunk, r.emit)
 		}
 		pe.Data = data
 		return r.tr.Event(pe, r.emit)
@@ -537,6 +538,7 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 	}
 	if c.Route.Translator != nil {
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
+		rl.chunk = rl.track.Chunk()
 		rl.emit = rl.out.Append
 	} else {
 		rl.namer = codec.NewModelNamer(c.Route.Protocol, c.ModelID)

@@ -421,22 +421,25 @@ type chatStream struct {
 	done        bool
 	broken      bool
 	id, created string // raw values of the first chunk, for a stop
-	c           Chunk  // what the last event says
+	c           Chunk  // what the last event says, once reads is set
+	reads       bool   // a translator reads c (Chunk was called)
 }
 
 func (st *chatStream) Observe(ev protocol.Event) bool {
 	s := str(ev.Data)
-	c := &st.c
-	c.reset(ev)
+	c, reads := &st.c, st.reads
+	if reads {
+		c.reset(ev)
+	}
 	i, bad := eventObject(ev.Data)
 	if i < 0 {
 		st.broken = st.broken || bad
 		done := !bad && isDone(s[skipWS(s, 0):])
 		st.done = st.done || done
-		c.Done = done
+		c.Done = done && reads
 		return true
 	}
-	c.Object = true
+	c.Object = reads
 	nChoices, hasUsage := 0, false
 	it := members(s, i)
 	for {
@@ -447,9 +450,11 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 		raw := s[vs:ve]
 		switch keyName(k) {
 		case "choices":
-			// The last choices member is the one read, as a
-			// translator always read a chunk.
-			c.Text, c.Tools, c.Finish, c.HasFinish = "", c.Tools[:0], "", false
+			if reads {
+				// The last choices member is the one read, as a
+				// translator always read a chunk.
+				c.Text, c.Tools, c.Finish, c.HasFinish = "", c.Tools[:0], "", false
+			}
 			if !isArray(raw) {
 				continue
 			}
@@ -460,7 +465,7 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 					break
 				}
 				nChoices++
-				if nChoices == 1 {
+				if reads && nChoices == 1 {
 					st.chars += c.readChoice(s[cs:ce])
 					continue
 				}
@@ -472,10 +477,10 @@ func (st *chatStream) Observe(ev protocol.Event) bool {
 			if isObject(raw) {
 				st.usage = chatUsage(raw)
 				hasUsage = true
-				c.Usage, c.HasUsage = st.usage, true
+				c.Usage, c.HasUsage = st.usage, reads
 			}
 		case "error":
-			if isObject(raw) {
+			if reads && isObject(raw) {
 				c.Error = raw
 			}
 		case "id":
@@ -623,7 +628,7 @@ func isDone(s string) bool {
 }
 
 func (st *chatStream) Usage() protocol.Usage { return st.usage }
-func (st *chatStream) Chunk() *Chunk         { return &st.c }
+func (st *chatStream) Chunk() *Chunk         { st.reads = true; return &st.c }
 func (st *chatStream) OutputChars() int64    { return st.chars }
 func (st *chatStream) Complete() bool        { return st.done }
 func (st *chatStream) Broken() bool          { return st.broken }

@@ -52,8 +52,9 @@ func TestChunkIsWhatTheScanRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := For(tc.p).NewStream()
+			c := st.Chunk()
 			st.Observe(tc.ev)
-			got := *st.Chunk()
+			got := *c
 			got.Event = protocol.Event{}
 			if len(got.Tools) == 0 {
 				got.Tools = nil
@@ -74,8 +75,9 @@ func TestChunkOfABrokenEventIsNoObject(t *testing.T) {
 	t.Parallel()
 	for _, p := range protocol.All {
 		st := For(p).NewStream()
+		c := st.Chunk()
 		st.Observe(protocol.Event{Data: []byte(`{"choices":[`)})
-		if c := st.Chunk(); c.Object || c.Done || !st.Broken() {
+		if c.Object || c.Done || !st.Broken() {
 			t.Errorf("%s: chunk %+v, broken %v", p, c, st.Broken())
 		}
 	}

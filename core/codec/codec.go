@@ -78,8 +78,10 @@ type Stream interface {
 	OutputChars() int64
 	// Complete reports whether the protocol's proper end was seen.
 	Complete() bool
-	// Chunk is what the last Observe found in its event, for a
-	// translator to read instead of the event.
+	// Chunk returns what each Observe from now on finds in its event,
+	// for a translator to read instead of the event: one Chunk, refilled
+	// by each Observe. A relay that translates asks for it before the
+	// first event; one that does not saves the filling.
 	Chunk() *Chunk
 	// Broken reports that an event did not parse (its data is not the
 	// JSON object the protocol sends): the stream cannot go on.

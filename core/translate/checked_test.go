@@ -29,11 +29,12 @@ func TestStreamKeepsNoViewOfTheUpstreamEvent(t *testing.T) {
 			}
 			s := tr.NewStream(testResp)
 			scan := codec.For(p.to).NewStream()
+			chunk := scan.Chunk()
 			var buf []byte
 			for _, ev := range evs {
 				buf = append(buf[:0], ev.Data...)
 				scan.Observe(protocol.Event{Name: ev.Name, Data: buf})
-				if err := s.Read(scan.Chunk(), emit); err != nil {
+				if err := s.Read(chunk, emit); err != nil {
 					t.Fatalf("Read(%s): %v", ev.Data, err)
 				}
 				for i := range buf {
@@ -64,8 +65,9 @@ func TestReadStillRefusesANonObject(t *testing.T) {
 		emit := func(protocol.Event) error { return nil }
 		for _, data := range []string{"", " ", "[1]", `"s"`, "7", `{"a":`} {
 			scan := codec.For(p.to).NewStream()
+			chunk := scan.Chunk()
 			scan.Observe(protocol.Event{Data: []byte(data)})
-			if err := s.Read(scan.Chunk(), emit); err == nil {
+			if err := s.Read(chunk, emit); err == nil {
 				t.Errorf("%s: Read(%q) accepted", p.name, data)
 			}
 			if err := s.Event(protocol.Event{Data: []byte(data)}, emit); err == nil {

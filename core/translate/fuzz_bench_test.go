@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tollgate-gw/tollgate/core/codec"
 	"github.com/tollgate-gw/tollgate/core/protocol"
 )
 
@@ -263,6 +264,33 @@ func TestBenchStreamsTranslate(t *testing.T) {
 			}
 			if _, _, err := tr.Request([]byte(sides[p.from].body), RequestOptions{Model: "up"}); err != nil {
 				t.Error(err)
+			}
+		})
+	}
+}
+
+// BenchmarkTracked is a relay's work on one 20-event upstream stream: the
+// codec's tracker observes each event and the translator reads its scan.
+func BenchmarkTracked(b *testing.B) {
+	for _, p := range pairs {
+		b.Run(p.name, func(b *testing.B) {
+			tr := mustLookup(b, p.from, p.to)
+			evs := sides[p.to].stream(20)
+			emit := func(protocol.Event) error { return nil }
+			b.ReportAllocs()
+			for b.Loop() {
+				st := codec.For(p.to).NewStream()
+				chunk := st.Chunk()
+				s := tr.NewStream(testResp)
+				for _, ev := range evs {
+					st.Observe(ev)
+					if err := s.Read(chunk, emit); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.End(emit); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -146,18 +146,20 @@ func (p *pair) NewStream(o ResponseOptions) Stream {
 
 // pairStream feeds an upstream reader into a client writer, event by event.
 type pairStream struct {
-	up   protocol.ID
-	scan codec.Stream // Event's own scan; made at its first use
-	r    reader
-	w    sink
+	up    protocol.ID
+	scan  codec.Stream // Event's own scan; made at its first use
+	chunk *codec.Chunk // scan's
+	r     reader
+	w     sink
 }
 
 func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) error {
 	if s.scan == nil {
 		s.scan = codec.For(s.up).NewStream()
+		s.chunk = s.scan.Chunk()
 	}
 	s.scan.Observe(ev)
-	return s.Read(s.scan.Chunk(), emit)
+	return s.Read(s.chunk, emit)
 }
 
 func (s *pairStream) Read(c *codec.Chunk, emit func(protocol.Event) error) error {
