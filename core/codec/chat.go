@@ -356,44 +356,7 @@ func (chat) OutputChars(body []byte) int64 {
 // chatDeltaChars counts the generated characters of a message or a
 // streamed delta: content (a string or text parts), reasoning, refusal and
 // tool-call arguments.
-func chatDeltaChars(msg string) int64 {
-	var n int64
-	it := members(msg, 0)
-	for {
-		k, vs, ve, ok := it.next()
-		if !ok {
-			return n
-		}
-		raw := msg[vs:ve]
-		switch keyName(k) {
-		case "content":
-			if isArray(raw) {
-				n += textParts(raw, "text")
-			} else {
-				n += countChars(raw)
-			}
-		case "reasoning_content", "reasoning", "refusal":
-			n += countChars(raw)
-		case "tool_calls":
-			if isArray(raw) {
-				calls := elems(raw, 0)
-				for {
-					_, cs, ce, ok := calls.next()
-					if !ok {
-						break
-					}
-					if fn := field(raw[cs:ce], "function"); isObject(fn) {
-						n += countChars(field(fn, "arguments"))
-					}
-				}
-			}
-		case "function_call":
-			if isObject(raw) {
-				n += countChars(field(raw, "arguments"))
-			}
-		}
-	}
-}
+func chatDeltaChars(msg string) int64 { return chatDelta(msg, nil) }
 
 // textParts sums the characters of member key of each part in the array raw.
 func textParts(raw, key string) int64 {
@@ -517,7 +480,7 @@ func (c *Chunk) readChoice(ch string) int64 {
 			c.Finish, c.HasFinish = strValue(raw), isString(raw)
 		case "delta":
 			if isObject(raw) {
-				n := c.readDelta(raw)
+				n := chatDelta(raw, c)
 				if !counted {
 					chars, counted = n, true
 				}
@@ -526,9 +489,9 @@ func (c *Chunk) readChoice(ch string) int64 {
 	}
 }
 
-// readDelta reads a completions delta into c and counts its generated
-// characters as chatDeltaChars does.
-func (c *Chunk) readDelta(delta string) int64 {
+// chatDelta counts the generated characters of a message or delta and,
+// when c is not nil, reads its text and tool calls into c in the same walk.
+func chatDelta(delta string, c *Chunk) int64 {
 	var n int64
 	it := members(delta, 0)
 	for {
@@ -539,14 +502,16 @@ func (c *Chunk) readDelta(delta string) int64 {
 		raw := delta[vs:ve]
 		switch keyName(k) {
 		case "content":
-			c.Text = inside(raw)
+			if c != nil {
+				c.Text = inside(raw)
+			}
 			if isArray(raw) {
 				n += textParts(raw, "text")
 			} else {
 				n += countChars(raw)
 			}
 		case "refusal":
-			if c.Text == "" {
+			if c != nil && c.Text == "" {
 				c.Text = inside(raw)
 			}
 			n += countChars(raw)
@@ -567,6 +532,9 @@ func (c *Chunk) readDelta(delta string) int64 {
 				args := field(fn, "arguments")
 				if isObject(fn) {
 					n += countChars(args)
+				}
+				if c == nil {
+					continue
 				}
 				c.Tools = append(c.Tools, ToolDelta{
 					Index: jsonInt(field(t, "index")),
