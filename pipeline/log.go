@@ -108,8 +108,9 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 
 // late is the settlement st of request id as the SettleQueue makes it,
 // once the answer was handed out. A hold found gone was taken by an
-// earlier attempt whose answer was lost (a database gone mid-commit), or
-// released by recovery: nothing more is written.
+// earlier attempt whose answer was lost (a database gone mid-commit):
+// nothing more is written. (A hold another instance's sweep released
+// under a lapsed lease is charged late by the store itself.)
 func (s *logStage) late(id string, st store.Settlement) func(context.Context) error {
 	return func(ctx context.Context) error {
 		_, _, err := settle(ctx, s.store, s.log, id, st, false)

@@ -33,12 +33,24 @@ const (
 	// database's answer, so its call was refused (and wrote its own row,
 	// a refusal without a hold). Amount is the hold released.
 	EntryRelease = "release"
+	// EntryLate charges Charge for the call HoldID names after the sweep
+	// of its instance's lapsed lease released its hold (an entry of kind
+	// settle with NoteLeaseLapsed) while the call was being served: the
+	// database was out of that instance's reach for longer than its
+	// lease. Nothing is released (Amount 0); LogID is the call's row. At
+	// most one per hold, and only by the instance that placed it.
+	EntryLate = "late"
 	// EntryCarry is an account's balance when its store began keeping
 	// the books (a store written by an older tollgate): it counts as a
 	// credit. LogID is the last row written before, so rows up to it
 	// have no settlement in the books.
 	EntryCarry = "carry"
 )
+
+// NoteLeaseLapsed is the note of the settlement entry of a hold released
+// by the sweep of its instance's lapsed lease: that call may still be
+// charged once, late (EntryLate).
+const NoteLeaseLapsed = "lease lapsed"
 
 // BookEntry is one money move.
 type BookEntry struct {
@@ -68,8 +80,11 @@ type BookEntry struct {
 	At time.Time `json:"at"`
 }
 
-// Settles reports whether the entry closes a hold.
-func (e *BookEntry) Settles() bool { return e.Kind == EntrySettle || e.Kind == EntryRefund }
+// Settles reports whether the entry settles a call with its row: a
+// settlement, a task's refund, a late charge.
+func (e *BookEntry) Settles() bool {
+	return e.Kind == EntrySettle || e.Kind == EntryRefund || e.Kind == EntryLate
+}
 
 // Cause is who or what asked for a credit: the admin token's id, the
 // console user. It rides in the context of the call that moves the money

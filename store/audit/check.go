@@ -24,6 +24,9 @@ type auditor struct {
 	accounts map[string]*books
 	open     map[string]openHold
 	moves    map[string]*taskMoves
+	// lapsed are the holds released by a sweep of lapsed leases, which
+	// their instance may charge late once.
+	lapsed map[string]lapse
 	// cutoff is the last row written before the books began: rows up to
 	// it have no settlement in them.
 	cutoff     uint64
@@ -42,6 +45,11 @@ type openHold struct {
 	amount               money.Nano
 }
 
+type lapse struct {
+	seq, charged   uint64 // the release's entry; the late charge's, if any
+	account, owner string
+}
+
 // taskMoves are a task's settlements and rows.
 type taskMoves struct {
 	settlements, rows []uint64 // entry seqs, row ids
@@ -52,7 +60,7 @@ func newAuditor(v store.BooksView, o Options) *auditor {
 	return &auditor{
 		v: v, max: o.Max, report: Report{At: v.At(), ByRule: map[string]int{}, Violations: []Violation{}},
 		accounts: map[string]*books{}, open: map[string]openHold{}, moves: map[string]*taskMoves{},
-		unfinished: map[string]bool{},
+		unfinished: map[string]bool{}, lapsed: map[string]lapse{},
 	}
 }
 
@@ -108,6 +116,8 @@ func (a *auditor) entries(ctx context.Context) error {
 			acct.held.Add(e.Amount)
 		case store.EntrySettle, store.EntryRefund, store.EntryRelease:
 			a.settlement(&e, acct)
+		case store.EntryLate:
+			a.late(&e, acct)
 		default:
 			a.flag(Violation{Rule: RuleEntry, AccountID: e.AccountID, Entry: e.Seq, Message: "unknown kind " + quote(e.Kind)})
 		}
@@ -131,6 +141,9 @@ func (a *auditor) settlement(e *store.BookEntry, acct *books) {
 		return
 	}
 	delete(a.open, e.HoldID)
+	if e.Kind == store.EntrySettle && e.Note == store.NoteLeaseLapsed {
+		a.lapsed[e.HoldID] = lapse{seq: e.Seq, account: e.AccountID, owner: e.Owner}
+	}
 	if h.account != e.AccountID || h.amount != e.Amount {
 		a.flag(Violation{Rule: RuleSettlementHold, AccountID: e.AccountID, Entry: e.Seq, HoldID: e.HoldID, TaskID: e.TaskID,
 			LogID: e.LogID, Message: "releases " + e.Amount.String() + " of account " + e.AccountID + " but entry " + itoa(h.seq) +
@@ -138,6 +151,34 @@ func (a *auditor) settlement(e *store.BookEntry, acct *books) {
 		// The hold's own account and amount go back as they were held.
 		acct.held.Add(e.Amount)
 		a.account(h.account).held.Add(neg(h.amount))
+	}
+}
+
+// late books a late charge: it must follow the release of its hold by
+// the sweep of its own instance's lapsed lease, once, and release
+// nothing.
+func (a *auditor) late(e *store.BookEntry, acct *books) {
+	acct.balance.Add(neg(e.Charge))
+	acct.held.Add(neg(e.Amount))
+	l, ok := a.lapsed[e.HoldID]
+	msg := ""
+	switch {
+	case !ok:
+		msg = "charges hold " + quote(e.HoldID) + " late, but no sweep of a lapsed lease released it"
+	case l.charged != 0:
+		msg = "charges hold " + quote(e.HoldID) + " late a second time (entry " + itoa(l.charged) + " did)"
+	case l.account != e.AccountID || l.owner != e.Owner:
+		msg = "charges hold " + quote(e.HoldID) + " late to account " + e.AccountID + " by instance " + e.Owner +
+			", but entry " + itoa(l.seq) + " released it for account " + l.account + " of instance " + l.owner
+	case e.Amount != 0:
+		msg = "charges hold " + quote(e.HoldID) + " late and releases " + e.Amount.String() + ", which its sweep released already"
+	}
+	if ok && l.charged == 0 {
+		l.charged = e.Seq
+		a.lapsed[e.HoldID] = l
+	}
+	if msg != "" {
+		a.flag(Violation{Rule: RuleSettlementHold, AccountID: e.AccountID, Entry: e.Seq, HoldID: e.HoldID, LogID: e.LogID, Message: msg})
 	}
 }
 

@@ -172,7 +172,7 @@ func (v *booksView) Entries(ctx context.Context) iter.Seq2[store.BookEntry, erro
 // the books costs a third of the first.
 func (v *booksView) Settlements(ctx context.Context) iter.Seq2[store.BookEntry, error] {
 	return query(ctx, v, `SELECT seq, kind, account_id, charge, hold_id, task_id, log_id FROM book
-		WHERE kind IN ('settle', 'refund') ORDER BY log_id, seq`, func(r pgx.Rows) (store.BookEntry, error) {
+		WHERE kind IN ('settle', 'refund', 'late') ORDER BY log_id, seq`, func(r pgx.Rows) (store.BookEntry, error) {
 		var x store.BookEntry
 		var seq, logID int64
 		err := r.Scan(&seq, &x.Kind, &x.AccountID, (*int64)(&x.Charge), &x.HoldID, &x.TaskID, &logID)

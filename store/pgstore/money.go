@@ -237,25 +237,69 @@ func (s *Store) holdRefused(ctx context.Context, account string) error {
 // account's row is locked only for them and the commit, not for the row's
 // insert into its indexes. $1 hold, $2 charge, then the row's columns
 // from $3, then the entry's kind (settle, refund).
-var settleSQL = `
+var settleSQL = settleStatement(`''`, `''`)
+
+// sweptSQL is settleSQL as the sweep of lapsed leases runs it: its entry
+// names the hold's instance and store.NoteLeaseLapsed, which lets that
+// instance charge the call late (lateSQL).
+var sweptSQL = settleStatement(`h.owner`, `'`+store.NoteLeaseLapsed+`'`)
+
+func settleStatement(owner, note string) string {
+	return `
 	WITH h AS (
-		DELETE FROM holds WHERE id = $1 AND account_id = $3 RETURNING amount, key_id
+		DELETE FROM holds WHERE id = $1 AND account_id = $3 RETURNING amount, key_id, owner
 	), r AS (
 		INSERT INTO logs (` + logInsertCols + `)
 		SELECT ` + logInsertArgs(3) + ` FROM h RETURNING id
 	), b AS (
-		INSERT INTO book (kind, account_id, amount, charge, hold_id, request_id, task_id, log_id, created_at)
+		INSERT INTO book (kind, account_id, amount, charge, hold_id, request_id, task_id, log_id, owner, note, created_at)
 		SELECT $` + strconv.Itoa(3+len(logCols)) + `::text, $3, h.amount, $2, $1, ` +
-	logArg("request_id", 3) + `, ` + logArg("task_id", 3) + `, r.id, ` + logArg("created_at", 3) + ` FROM h, r
+		logArg("request_id", 3) + `, ` + logArg("task_id", 3) + `, r.id, ` + owner + `, ` + note + `, ` + logArg("created_at", 3) + ` FROM h, r
 	), w AS (
 		UPDATE wallets SET balance = balance - $2, held = held - h.amount
 		FROM h WHERE wallets.account_id = $3
 	), u AS (
-		INSERT INTO key_usage (key_id, total)
-		SELECT h.key_id, $2 FROM h WHERE $2 <> 0 AND h.key_id <> ''
+		` + keyUsageSQL(`h.key_id`, `h`) + `
+	)
+	SELECT id FROM r`
+}
+
+// keyUsageSQL adds the charge $2 to the usage of key (an expression over
+// from).
+func keyUsageSQL(key, from string) string {
+	return `INSERT INTO key_usage (key_id, total)
+		SELECT ` + key + `, $2 FROM ` + from + ` WHERE $2 <> 0 AND ` + key + ` <> ''
 		ON CONFLICT (key_id) DO UPDATE SET total = CASE
 			WHEN key_usage.total::numeric + EXCLUDED.total > 9223372036854775807 THEN 9223372036854775807
-			ELSE key_usage.total + EXCLUDED.total END
+			ELSE key_usage.total + EXCLUDED.total END`
+}
+
+// lateSQL charges a call whose hold the sweep of lapsed leases released
+// while the call was served (its instance cut from the database for
+// longer than its lease): only the instance that placed the hold, only
+// after such a release, only once (the unique index book_late_once). The
+// charge leaves the balance, which may go below zero by that charge; the
+// row is written with an entry of kind late. Parameters as settleSQL's,
+// the instance in place of the kind.
+var lateSQL = `
+	WITH s AS (
+		SELECT 1 FROM book
+		WHERE hold_id = $1 AND note = '` + store.NoteLeaseLapsed + `' AND kind = 'settle'
+		  AND account_id = $3 AND owner = $` + strconv.Itoa(3+len(logCols)) + `::text
+		  AND NOT EXISTS (SELECT 1 FROM book WHERE hold_id = $1 AND kind = 'late')
+		LIMIT 1
+	), r AS (
+		INSERT INTO logs (` + logInsertCols + `)
+		SELECT ` + logInsertArgs(3) + ` FROM s RETURNING id
+	), b AS (
+		INSERT INTO book (kind, account_id, amount, charge, hold_id, request_id, task_id, log_id, owner, note, created_at)
+		SELECT 'late', $3, 0, $2, $1, ` + logArg("request_id", 3) + `, ` + logArg("task_id", 3) + `, r.id, $` +
+	strconv.Itoa(3+len(logCols)) + `::text, 'charged after the sweep of its lapsed lease released its hold', ` +
+	logArg("created_at", 3) + ` FROM r
+	), w AS (
+		UPDATE wallets SET balance = balance - $2 FROM r WHERE wallets.account_id = $3
+	), u AS (
+		` + keyUsageSQL(logArg("key_id", 3), `r`) + `
 	)
 	SELECT id FROM r`
 
@@ -317,13 +361,31 @@ func (s *Store) settle(ctx context.Context, q querier, st store.Settlement, ends
 			kind = store.EntryRefund
 		}
 		args := append(append([]any{st.HoldID, int64(st.Charge)}, logArgs(st.Row)...), kind)
-		err = q.QueryRow(ctx, settleSQL, args...).Scan(&id)
+		sql := settleSQL
+		if swept(ctx) {
+			sql = sweptSQL
+		}
+		err = q.QueryRow(ctx, sql, args...).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) && !ends && !swept(ctx) {
+			args[len(args)-1] = s.instance
+			if err = q.QueryRow(ctx, lateSQL, args...).Scan(&id); err == nil {
+				s.log.Warn("a settlement found its hold released by the sweep of this instance's lapsed lease; the call is charged without it",
+					"request_id", st.Row.RequestID, "account_id", st.Row.AccountID, "charge", st.Charge.String())
+			}
+		}
 	}
 	if err != nil {
 		return 0, s.fail(err)
 	}
 	return uint64(id), nil
 }
+
+type sweepKey struct{}
+
+// swept reports whether ctx is that of a sweep of lapsed leases
+// (SweepExpiredHolds hands it to its callback): its settlements release
+// holds whose calls may yet be charged late.
+func swept(ctx context.Context) bool { return ctx.Value(sweepKey{}) != nil }
 
 const holdCols = `id, account_id, key_id, key_name, key_prefix, model, unit_type, amount, submitted_at, task_id`
 

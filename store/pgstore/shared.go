@@ -14,8 +14,8 @@ import (
 // then, and released afterwards, by one sweeper at a time (an advisory
 // lock), each exactly once (the settlement deletes the hold). A renewal
 // that finds its row gone (tidied away after a long outage) writes it
-// again; the calls of the outage may then find their holds released,
-// which costs the account nothing.
+// again. The calls an instance served while its lease lapsed may find
+// their holds released by a sweep: they are charged late (lateSQL).
 
 // Lease implements store.Shared.
 func (s *Store) Lease() time.Duration { return s.lease }
@@ -113,7 +113,7 @@ func (s *Store) SweepExpiredHolds(ctx context.Context, fn func(ctx context.Conte
 	if len(holds) == 0 {
 		return true, nil
 	}
-	return true, fn(ctx, holds)
+	return true, fn(context.WithValue(ctx, sweepKey{}, true), holds)
 }
 
 // tidy deletes what no one needs any more, by one instance at a time:
