@@ -17,18 +17,57 @@ import (
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
 
-// clientURL is one place a client can hand the gateway a URL that a
-// plugin fetches. Digital-human families (avatar sources, picture-in-
-// picture media) join this table when they land.
+// clientURL is one place a client can hand the gateway a URL for a
+// plugin or its upstream to fetch: every link field of every family route
+// (the spec's media, digital-human and editing parts). Each body puts its
+// link before the fields checked after it, so its refusal is the link's:
+// field is what the refusal names first.
 type clientURL struct {
 	name, route, body string // body with @URL@ where the URL goes
+	field             string // what the refusal names first
 }
 
 var clientURLs = []clientURL{
-	{"image reference (edit)", "/v1/images/edits", `{"model":"img","prompt":"p","image":"@URL@"}`},
-	{"image references (list)", "/v1/images/edits", `{"model":"img","prompt":"p","image":["@URL@"]}`},
-	{"video reference image", "/v1/videos/generations", `{"model":"sora","prompt":"p","duration":4,"content":[{"type":"text","text":"p"},{"type":"image_url","image_url":{"url":"@URL@"}}]}`},
-	{"voice sample (audio)", "/v1/audio/voices", `{"model":"eleven-clone","name":"Ada","audio_url":"@URL@"}`},
+	{"image reference (edit)", "/v1/images/edits", `{"model":"img","prompt":"p","image":"@URL@"}`, "reference image 1"},
+	{"image references (list)", "/v1/images/edits", `{"model":"img","prompt":"p","image":["@URL@"]}`, "reference image 1"},
+	{"video reference image", "/v1/videos/generations", `{"model":"sora","prompt":"p","duration":4,"content":[{"type":"text","text":"p"},{"type":"image_url","image_url":{"url":"@URL@"}}]}`, "the reference image"},
+	{"voice sample (audio)", "/v1/audio/voices", `{"model":"eleven-clone","name":"Ada","audio_url":"@URL@"}`, "audio_url"},
+	{"transcript link", "/v1/transcripts/extract", `{"model":"dh-trn","url":"@URL@"}`, "url"},
+	{"transcript link in a share text", "/v1/transcripts/extract", `{"model":"dh-trn","url":"watch this @URL@ now"}`, "url"},
+	{"avatar source (image)", "/v1/videos/avatars", `{"source_url":"@URL@","name":"Ada"}`, "source_url"},
+	{"avatar source (video)", "/v1/videos/avatars", `{"source_url":"@URL@","name":"Ada","source_kind":"video"}`, "source_url"},
+	{"avatar video audio", "/v1/videos/generations", `{"model":"dh-avatar","audio_url":"@URL@","avatar":"preset-1","duration":4}`, "audio_url"},
+	{"lip sync source video", "/v1/videos/generations", `{"model":"dh-lipsync","source_video_url":"@URL@","audio_url":"https://media.example/a.mp3","duration":4}`, "source_video_url"},
+	{"lip sync audio", "/v1/videos/generations", `{"model":"dh-lipsync","audio_url":"@URL@","source_video_url":"https://media.example/a.mp4","duration":4}`, "audio_url"},
+	{"motion source video", "/v1/videos/generations", `{"model":"dh-motion","source_video_url":"@URL@","content":[{"type":"image_url","image_url":{"url":"https://media.example/p.png"}}],"face_count":1,"duration":4}`, "source_video_url"},
+	{"motion portrait", "/v1/videos/generations", `{"model":"dh-motion","content":[{"type":"image_url","image_url":{"url":"@URL@"}}],"source_video_url":"https://media.example/a.mp4","face_count":1,"duration":4}`, "content[0].image_url.url"},
+	{"subtitle recognition video", "/v1/videos/clip-subtitles", `{"video_url":"@URL@"}`, "video_url"},
+	{"compose video", "/v1/videos/generations", `{"model":"clip-compose","video_url":"@URL@","asr_id":"asr_x"}`, "video_url"},
+	{"compose music", "/v1/videos/generations", `{"model":"clip-compose","music_url":"@URL@","video_url":"https://media.example/a.mp4","asr_id":"asr_x"}`, "music_url"},
+	{"compose picture-in-picture media", "/v1/videos/generations", `{"model":"clip-compose","pip_config":[{"media_url":"https://media.example/ok.png","begin_time":0,"end_time":500},{"media_url":"@URL@","begin_time":0,"end_time":1000}],"video_url":"https://media.example/a.mp4","asr_id":"asr_x"}`, "pip_config[1].media_url"},
+}
+
+// fetched reports whether a refusal is a fetch's, made by the gateway
+// after dialling: it must not say why, or a client could map the network
+// behind the gateway with it. A link the rules refuse from its text alone
+// (the upstream fetches it) may be named private: that says nothing of
+// any network.
+func fetched(msg string) bool { return strings.Contains(msg, "could not be fetched") }
+
+// clientURLsConfig adds the digital-human and editing families of
+// dhConfig, and a transcript model, to cfg: the sim serves them.
+func clientURLsConfig(cfg string) string {
+	dh := dhConfig[strings.Index(dhConfig, `channel "sim" {`):]
+	dh = strings.Replace(dh, `families = ["avatar",`, `families = ["transcript", "avatar",`, 1)
+	dh = strings.Replace(dh, `models   = ["dh-avatar",`, `models   = ["dh-trn", "dh-avatar",`, 1)
+	return cfg + dh + `
+model "dh-trn" {
+  family = "transcript"
+  price {
+    per_call = "0.02"
+  }
+}
+`
 }
 
 // Every URL a client can hand the gateway goes through the private-
@@ -48,7 +87,7 @@ func TestClientURLsThroughThePrivateAddressPolicy(t *testing.T) {
 	t.Cleanup(victim.Close)
 	cfg := strings.Replace(mediaVendorsConfig(up.URL), "  allow_private_urls = true\n", "", 1)
 	cfg += strings.Replace(imagesConfig(up.URL, ""), `channel "openai"`, `channel "openai-images"`, 1)
-	g := startGateway(t, testgw.Options{Config: cfg})
+	g := startGateway(t, testgw.Options{Config: clientURLsConfig(cfg)})
 	_, port, _ := strings.Cut(strings.TrimPrefix(victim.URL, "http://"), ":")
 	targets := []string{
 		victim.URL + "/a.png",
@@ -67,8 +106,11 @@ func TestClientURLsThroughThePrivateAddressPolicy(t *testing.T) {
 					t.Fatalf("%d %s", r.Status, r.Body)
 				}
 				msg := gjson.GetBytes(r.Body, "error.message").Str
+				if !strings.HasPrefix(msg, c.field+" ") {
+					t.Errorf("refused, but not for %s: %q", c.field, msg)
+				}
 				for _, leak := range []string{"refused", "private", "loopback", "internal"} {
-					if strings.Contains(msg, leak) {
+					if fetched(msg) && strings.Contains(msg, leak) {
 						t.Errorf("the refusal names its cause (%s): %q", leak, msg)
 					}
 				}

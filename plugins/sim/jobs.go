@@ -75,7 +75,7 @@ func checked[R any](open *atomic.Bool, plan func(*vendor.JobRequest, bool) (R, *
 func newFamilies(open *atomic.Bool) map[string]simFamily {
 	return map[string]simFamily{
 		video.Family: simVideo{}, music.Family: simMusic{}, speech.Family: simSpeech{},
-		voice.Family: simVoice{}, transcript.Family: simTranscript{}, search.Family: simSearch{},
+		voice.Family: simVoice{}, transcript.Family: simTranscript{checked(open, transcript.Plan)}, search.Family: simSearch{},
 		avatar.Family: simAvatar{checkedJobs{open: open, rules: avatar.Plan}}, lipsync.Family: simLipsync{checked(open, lipsync.Plan)},
 		motion.Family: simMotion{checked(open, motion.Plan)}, clip.Family: simClip{checked(open, clip.Plan)},
 		subtitle.Family: simSubtitle{checked(open, subtitle.Plan)},

@@ -9,12 +9,7 @@ import (
 
 // simTranscript recognises a script from the link: [sim:nospeech] finds
 // none; [sim:seconds=N] is the video's length (default 42).
-type simTranscript struct{}
-
-func (simTranscript) plan(req *vendor.JobRequest) *vendor.JobPlan {
-	_, plan := transcript.Plan(req)
-	return plan
-}
+type simTranscript struct{ checkedJobs }
 
 func (simTranscript) upstreamJob() bool { return false }
 
@@ -23,7 +18,7 @@ var scriptWords = strings.Fields("today we take a short drive along the coast ro
 	"where the keeper still waves every car through with a smile")
 
 func (simTranscript) finish(req *vendor.JobRequest, k JobKnobs) *vendor.JobOutcome {
-	r, _ := transcript.Parse(req)
+	r, _ := transcript.Parse(req, true)
 	if k.NoSpeech {
 		return transcript.NoSpeech(r.URL)
 	}

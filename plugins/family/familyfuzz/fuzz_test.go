@@ -29,7 +29,7 @@ var families = []family{
 	{music.Spec(), planOf(music.Plan)},
 	{search.Spec(), planOf(search.Plan)},
 	{speech.Spec(), planOf(speech.Plan)},
-	{transcript.Spec(), planOf(transcript.Plan)},
+	{transcript.Spec(), func(r *vendor.JobRequest) *vendor.JobPlan { _, p := transcript.Plan(r, false); return p }},
 	{video.Spec(), planOf(video.Plan)},
 	{voice.Spec(), planOf(voice.Plan)},
 }

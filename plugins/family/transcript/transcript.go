@@ -42,8 +42,10 @@ type Request struct {
 	URL string
 }
 
-// Parse reads and validates an extract.
-func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
+// Parse reads and validates an extract. The link is one a client hands
+// over for an upstream to fetch, so it passes the private-address policy
+// (rules.PublicURL) unless allowPrivate.
+func Parse(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobError) {
 	body, bad := rules.Object(req.Body)
 	if bad != nil {
 		return nil, bad
@@ -62,12 +64,15 @@ func Parse(req *vendor.JobRequest) (*Request, *vendor.JobError) {
 	if link == "" {
 		return nil, rules.Invalid("url holds no http(s) link; paste the video's link or its share text.")
 	}
+	if bad := rules.PublicURL("url", link, allowPrivate); bad != nil {
+		return nil, bad
+	}
 	return &Request{URL: link}, nil
 }
 
 // Plan validates an extract and holds one call.
-func Plan(req *vendor.JobRequest) (*Request, *vendor.JobPlan) {
-	return rules.Plan(req, Family, Parse, func(r *Request) *vendor.JobPlan {
+func Plan(req *vendor.JobRequest, allowPrivate bool) (*Request, *vendor.JobPlan) {
+	return rules.Plan(req, Family, rules.WithPolicy(Parse, allowPrivate), func(r *Request) *vendor.JobPlan {
 		return &vendor.JobPlan{Hold: []vendor.Units{{Count: 1}}}
 	})
 }
