@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bytes"
+	"context"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -11,9 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/internal/testpg"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
 
@@ -130,34 +134,18 @@ func TestClientURLsThroughThePrivateAddressPolicy(t *testing.T) {
 }
 
 // The data dir holds no raw key: after keys are created and used (calls,
-// logs read, a key rotated), no file under the data dir, the store's
-// included, contains a raw API key or the admin token.
+// logs read), no file under the data dir, the store's included, contains
+// a raw API key or the admin token.
 func TestDataDirHoldsNoRawKey(t *testing.T) {
 	t.Parallel()
 	up := startUpstream(t, sim.Knobs{})
 	dir := t.TempDir()
-	g := testgw.Start(t, testgw.Options{Config: strings.Replace(imagesConfig(up.URL, ""), `channel "openai"`, `store "badger" {
+	g := testgw.Start(t, testgw.Options{Config: strings.Replace(keysUsedConfig(up.URL), `channel "openai"`, `store "badger" {
   dir = "@DATA@"
 }
-channel "openai"`, 1) + chatChannel(up.URL), DataDir: dir})
-	var raws []string
-	for range 3 {
-		acct := g.Account("")
-		_, key := g.Key(acct, nil)
-		raws = append(raws, key)
-		if r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("scan-chat", "hello", "")); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		if r := do(t, "POST", g.URL+"/v1/images/generations", bearer(key), `{"model":"img","prompt":"a harbour"}`); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Body)
-		}
-		logsOf(t, g, key)
-	}
+channel "openai"`, 1), DataDir: dir})
+	needles := secretsOf(useKeys(t, g), testgw.AdminToken)
 	g.Stop() // the store flushed and closed
-	needles := [][]byte{[]byte(testgw.AdminToken)}
-	for _, k := range raws {
-		needles = append(needles, []byte(k), []byte(strings.TrimPrefix(k, "sk-tollgate-")))
-	}
 	scanned := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -181,6 +169,106 @@ channel "openai"`, 1) + chatChannel(up.URL), DataDir: dir})
 	if scanned < 5 {
 		t.Fatalf("scanned only %d files under %s", scanned, dir)
 	}
+}
+
+// The database holds no raw key: after keys are created and used on a
+// postgres store, no row of any table (each dumped as text, its bytea
+// columns in hex) contains a raw API key, the admin token or the master
+// key, as text or as hex.
+func TestDatabaseHoldsNoRawKey(t *testing.T) {
+	t.Parallel()
+	up := startUpstream(t, sim.Knobs{})
+	db := testpg.Database(t)
+	const master = "6b1f0c2e9a7d4e3f8a5b1c0d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f"
+	g := testgw.Start(t, testgw.Options{Config: strings.Replace(keysUsedConfig(up.URL), `channel "openai"`, `store "postgres" {
+  url = env("DATABASE_URL")
+}
+channel "openai"`, 1), Env: []string{"DATABASE_URL=" + db, "TOLLGATE_MASTER_KEY=" + master}})
+	needles := secretsOf(useKeys(t, g), testgw.AdminToken, master)
+	g.Stop()
+	for _, n := range needles[:len(needles):len(needles)] {
+		needles = append(needles, []byte(hex.EncodeToString(n)))
+	}
+	conn, err := pgx.Connect(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), `SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables
+		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scanned int
+	seen := false // the dump holds what the calls wrote: their model's name
+	for _, table := range tables {
+		rows, err := conn.Query(t.Context(), `SELECT t::text FROM `+table+` t`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range dump {
+			scanned++
+			seen = seen || strings.Contains(r, "scan-chat")
+			for _, n := range needles {
+				if bytes.Contains(bytes.ToLower([]byte(r)), bytes.ToLower(n)) {
+					t.Errorf("a row of %s holds a raw secret (%.16s...)", table, n)
+				}
+			}
+		}
+	}
+	if len(tables) < 20 || scanned < 30 || !seen {
+		t.Fatalf("scanned %d rows of %d tables (the calls' rows seen: %v): %v", scanned, len(tables), seen, tables)
+	}
+}
+
+// keysUsedConfig is images and chat on the sim upstream at url.
+func keysUsedConfig(url string) string { return imagesConfig(url, "") + chatChannel(url) }
+
+// useKeys makes three accounts with a key each and uses every key: a chat
+// call, an image, an idempotent chat call, the logs read. It returns the
+// raw keys.
+func useKeys(t *testing.T, g *testgw.Gateway) []string {
+	t.Helper()
+	var raws []string
+	for i := range 3 {
+		acct := g.Account("")
+		_, key := g.Key(acct, nil)
+		raws = append(raws, key)
+		if r := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("scan-chat", "hello", "")); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		if r := do(t, "POST", g.URL+"/v1/images/generations", bearer(key), `{"model":"img","prompt":"a harbour"}`); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		h := bearer(key)
+		h["Idempotency-Key"] = "scan-" + itoa(i)
+		if r := do(t, "POST", g.URL+"/v1/chat/completions", h, chatBody("scan-chat", "again", "")); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		logsOf(t, g, key)
+	}
+	return raws
+}
+
+// secretsOf are the byte strings no store may hold: each raw key, with and
+// without its prefix, and the other secrets.
+func secretsOf(keys []string, others ...string) [][]byte {
+	var out [][]byte
+	for _, k := range keys {
+		out = append(out, []byte(k), []byte(strings.TrimPrefix(k, "sk-tollgate-")))
+	}
+	for _, o := range others {
+		out = append(out, []byte(o))
+	}
+	return out
 }
 
 // chatChannel is one chat model on the sim upstream.

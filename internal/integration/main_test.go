@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"os"
 	"testing"
+
+	"github.com/tollgate-gw/tollgate/internal/testpg"
 )
 
 // TestMain records every chat call the tests make (the raw ones and the
@@ -11,5 +13,5 @@ import (
 // cost can be checked against what its upstream reported (cost_test.go).
 func TestMain(m *testing.M) {
 	http.DefaultTransport = recording{http.DefaultTransport}
-	os.Exit(m.Run())
+	os.Exit(testpg.Main(m)) // stops the PostgreSQL the tests shared, if one started
 }
