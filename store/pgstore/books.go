@@ -2,14 +2,17 @@ package pgstore
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"iter"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -56,10 +59,11 @@ func (b *BooksReader) Close() error {
 }
 
 type booksView struct {
-	tx      pgx.Tx
-	live    map[string]bool
-	at      time.Time
-	cursors int
+	tx       pgx.Tx
+	live     map[string]bool
+	at       time.Time
+	cursors  int
+	interned map[string]string // rawRow.common
 }
 
 func openView(ctx context.Context, pool *pgxpool.Pool) (*booksView, error) {
@@ -67,7 +71,7 @@ func openView(ctx context.Context, pool *pgxpool.Pool) (*booksView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &booksView{tx: tx, live: map[string]bool{}}
+	v := &booksView{tx: tx, live: map[string]bool{}, interned: map[string]string{}}
 	// The snapshot is taken by the transaction's first statement: this
 	// one, whose now() is the transaction's start.
 	var at time.Time
@@ -155,17 +159,78 @@ func collect[T any](rows pgx.Rows, buf []T, scan func(pgx.Rows) (T, error)) ([]T
 const bookCols = `seq, kind, account_id, amount, charge, hold_id, request_id, task_id, order_id, admin_token,
 	user_id, ledger_id, log_id, owner, note, created_at`
 
-func scanBook(r pgx.Rows) (store.BookEntry, error) {
-	var x store.BookEntry
-	var seq, ledger, logID, at int64
-	err := r.Scan(&seq, &x.Kind, &x.AccountID, (*int64)(&x.Amount), (*int64)(&x.Charge), &x.HoldID, &x.RequestID,
-		&x.TaskID, &x.OrderID, &x.AdminToken, &x.UserID, &ledger, &logID, &x.Owner, &x.Note, &at)
-	x.Seq, x.LedgerID, x.LogID, x.At = uint64(seq), uint64(ledger), uint64(logID), fromNS(at)
-	return x, err
+func (v *booksView) scanBook(r pgx.Rows) (store.BookEntry, error) {
+	c := v.raw(r)
+	x := store.BookEntry{Seq: uint64(c.int(0)), Kind: c.common(1), AccountID: c.common(2), Amount: money.Nano(c.int(3)),
+		Charge: money.Nano(c.int(4)), HoldID: c.str(5), TaskID: c.str(7), OrderID: c.str(8), AdminToken: c.str(9),
+		UserID: c.common(10), LedgerID: uint64(c.int(11)), LogID: uint64(c.int(12)), Owner: c.common(13), Note: c.common(14),
+		At: fromNS(c.int(15))}
+	// A hold's request is its id.
+	if x.RequestID = x.HoldID; string(c.vals[6]) != x.HoldID {
+		x.RequestID = c.str(6)
+	}
+	return x, c.err
 }
 
+// rawRow decodes a row's values by hand: an audit reads every entry and
+// row, and pgx's Scan costs a plan and an allocation per column. Values
+// that repeat (kinds, accounts, instances) are interned.
+type rawRow struct {
+	v    *booksView
+	fds  []pgconn.FieldDescription
+	vals [][]byte
+	err  error
+}
+
+func (v *booksView) raw(r pgx.Rows) rawRow {
+	return rawRow{v: v, fds: r.FieldDescriptions(), vals: r.RawValues()}
+}
+
+func (c *rawRow) int(i int) int64 {
+	b := c.vals[i]
+	if c.fds[i].Format == pgx.BinaryFormatCode {
+		if len(b) != 8 {
+			c.fail(i)
+			return 0
+		}
+		return int64(binary.BigEndian.Uint64(b))
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		c.fail(i)
+	}
+	return n
+}
+
+func (c *rawRow) fail(i int) {
+	if c.err == nil {
+		c.err = fmt.Errorf("pgstore: column %s: not a bigint", c.fds[i].Name)
+	}
+}
+
+func (c *rawRow) str(i int) string { return string(c.vals[i]) }
+
+// common is a text value that many rows share.
+func (c *rawRow) common(i int) string {
+	b := c.vals[i]
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := c.v.interned[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(c.v.interned) < maxInterned {
+		c.v.interned[s] = s
+	}
+	return s
+}
+
+// maxInterned bounds the strings a view keeps for common.
+const maxInterned = 100_000
+
 func (v *booksView) Entries(ctx context.Context) iter.Seq2[store.BookEntry, error] {
-	return query(ctx, v, `SELECT `+bookCols+` FROM book ORDER BY seq`, scanBook)
+	return query(ctx, v, `SELECT `+bookCols+` FROM book ORDER BY seq`, v.scanBook)
 }
 
 // Settlements reads only what a row is matched on: the second pass over
@@ -173,11 +238,10 @@ func (v *booksView) Entries(ctx context.Context) iter.Seq2[store.BookEntry, erro
 func (v *booksView) Settlements(ctx context.Context) iter.Seq2[store.BookEntry, error] {
 	return query(ctx, v, `SELECT seq, kind, account_id, charge, hold_id, task_id, log_id FROM book
 		WHERE kind IN ('settle', 'refund', 'late') ORDER BY log_id, seq`, func(r pgx.Rows) (store.BookEntry, error) {
-		var x store.BookEntry
-		var seq, logID int64
-		err := r.Scan(&seq, &x.Kind, &x.AccountID, (*int64)(&x.Charge), &x.HoldID, &x.TaskID, &logID)
-		x.Seq, x.LogID = uint64(seq), uint64(logID)
-		return x, err
+		c := v.raw(r)
+		x := store.BookEntry{Seq: uint64(c.int(0)), Kind: c.common(1), AccountID: c.common(2), Charge: money.Nano(c.int(3)),
+			HoldID: c.str(4), TaskID: c.str(5), LogID: uint64(c.int(6))}
+		return x, c.err
 	})
 }
 
@@ -218,11 +282,9 @@ func (v *booksView) Tasks(ctx context.Context) iter.Seq2[store.TaskBrief, error]
 
 func (v *booksView) Rows(ctx context.Context) iter.Seq2[store.RowBrief, error] {
 	return query(ctx, v, `SELECT id, account_id, request_id, task_id, cost FROM logs ORDER BY id`, func(r pgx.Rows) (store.RowBrief, error) {
-		var x store.RowBrief
-		var id int64
-		err := r.Scan(&id, &x.AccountID, &x.RequestID, &x.TaskID, (*int64)(&x.Cost))
-		x.ID = uint64(id)
-		return x, err
+		c := v.raw(r)
+		x := store.RowBrief{ID: uint64(c.int(0)), AccountID: c.common(1), RequestID: c.str(2), TaskID: c.str(3), Cost: money.Nano(c.int(4))}
+		return x, c.err
 	})
 }
 
