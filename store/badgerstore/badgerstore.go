@@ -133,6 +133,11 @@ func Open(dir string, o Options) (*Store, error) {
 		// the threshold is the largest value (a long knowledge page).
 		bo = bo.WithDir("").WithValueDir("").WithInMemory(true).WithValueThreshold(512 << 10)
 	}
+	if !o.InMemory {
+		if err := dropEmptyValueLogs(dir, lg); err != nil {
+			return nil, err
+		}
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, err
