@@ -68,7 +68,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 // sweepDir is Sweep on a directory, read in batches. fileblob's listing
 // reads the whole directory and every file's attributes for each page,
 // so a sweep of n files cost O(n) memory and O(n²/page) reads: 50 MB and
-// minutes of CPU at 200,000 hosted videos.
+// minutes of CPU at 200,000 hosted files.
 func (s *Store) sweepDir(ctx context.Context) (int, error) {
 	now := s.now()
 	f, err := os.Open(s.dir)
