@@ -194,6 +194,9 @@ type Plugin struct {
 	Name     string
 	Path     string
 	Settings map[string]string
+	// GOMAXPROCS is how many threads the plugin process runs Go code on;
+	// 0 leaves it to the host (half the gateway's, at least 1).
+	GOMAXPROCS int
 }
 
 // Channel is one upstream route: a vendor plugin, an address, a secret.

@@ -677,7 +677,7 @@ func (d *decoder) knowledgeBase(b *hcl.Block) KnowledgeBase {
 	return k
 }
 
-var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}}}
+var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}, {Name: "gomaxprocs"}}}
 
 func (d *decoder) plugin(b *hcl.Block) Plugin {
 	p := Plugin{Name: b.Labels[0]}
@@ -688,8 +688,16 @@ func (d *decoder) plugin(b *hcl.Block) Plugin {
 		d.errorf(a.Expr.Range(), where, "path must not be empty")
 	}
 	p.Settings = d.strMap(c.Attributes["settings"], where)
+	if a := c.Attributes["gomaxprocs"]; a != nil && d.intMin(a, where, 1, &p.GOMAXPROCS) && p.GOMAXPROCS > maxPluginProcs {
+		d.errorf(a.Expr.Range(), where, "gomaxprocs: at most %d, got %d", maxPluginProcs, p.GOMAXPROCS)
+		p.GOMAXPROCS = 0
+	}
 	return p
 }
+
+// maxPluginProcs bounds a plugin's gomaxprocs: a typo of a few digits
+// would otherwise start thousands of threads' worth of Ps.
+const maxPluginProcs = 1024
 
 // registry is what channels check their model lists against.
 type registry struct {

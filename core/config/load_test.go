@@ -149,11 +149,12 @@ func TestParseBlocks(t *testing.T) {
 			src: `plugin "openai" {
   path     = "/opt/tollgate/tollgate-plugin-openai"
   settings = { org = "org-1", retries = 3, debug = true }
+  gomaxprocs = 2
 }
 plugin "sim" {}`,
 			check: func(t *testing.T, c *Config) {
 				want := []Plugin{
-					{Name: "openai", Path: "/opt/tollgate/tollgate-plugin-openai", Settings: map[string]string{"org": "org-1", "retries": "3", "debug": "true"}},
+					{Name: "openai", Path: "/opt/tollgate/tollgate-plugin-openai", Settings: map[string]string{"org": "org-1", "retries": "3", "debug": "true"}, GOMAXPROCS: 2},
 					{Name: "sim"},
 				}
 				if !reflect.DeepEqual(c.Plugins, want) {
@@ -631,6 +632,16 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:1,27-40: plugin "sim": settings: "a": want a string, number or bool, got tuple`,
 		},
 		{
+			desc: "plugin gomaxprocs zero",
+			src:  `plugin "sim" { gomaxprocs = 0 }`,
+			want: `t.hcl:1,29-30: plugin "sim": gomaxprocs: must be at least 1, got 0`,
+		},
+		{
+			desc: "plugin gomaxprocs too many",
+			src:  `plugin "sim" { gomaxprocs = 20000 }`,
+			want: `t.hcl:1,29-34: plugin "sim": gomaxprocs: at most 1024, got 20000`,
+		},
+		{
 			desc: "empty plugin name",
 			src:  `plugin "" {}`,
 			want: `t.hcl:1,8-10: plugin name must not be empty`,
@@ -1094,8 +1105,9 @@ func TestRenderRoundTrip(t *testing.T) {
 }`},
 		{desc: "plugins and channels", src: chatModels + `
 plugin "openai" {
-  path     = "/opt/p"
-  settings = { "dotted.key" = "1", empty = "" }
+  path       = "/opt/p"
+  settings   = { "dotted.key" = "1", empty = "" }
+  gomaxprocs = 3
 }
 plugin "bare" {}
 channel "c" {

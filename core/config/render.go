@@ -118,6 +118,9 @@ func Render(c *Config) string {
 		b := root.AppendNewBlock("plugin", []string{p.Name}).Body()
 		setStr(b, "path", p.Path)
 		setMap(b, "settings", p.Settings)
+		if p.GOMAXPROCS != 0 {
+			b.SetAttributeValue("gomaxprocs", cty.NumberIntVal(int64(p.GOMAXPROCS)))
+		}
 	}
 	for _, k := range c.KnowledgeBases {
 		root.AppendNewline()

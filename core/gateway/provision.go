@@ -105,6 +105,7 @@ func refuseUnsupported(cfg *config.Config) error {
 type pluginSpec struct {
 	name    string
 	path    string
+	procs   int // the plugin block's gomaxprocs; 0: the host's default
 	builtin host.Builtin
 }
 
@@ -130,7 +131,7 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, in map[
 		if sp.builtin != nil {
 			return h.StartInProcess(ctx, sp.name, sp.builtin, vc)
 		}
-		return h.Start(ctx, sp.name, sp.path, vc)
+		return h.Start(ctx, sp.name, host.Exec{Path: sp.path, Procs: sp.procs}, vc)
 	}, log)
 }
 
@@ -151,7 +152,7 @@ func eachVendor(ctx context.Context, cfg *config.Config, in map[string]host.Buil
 			var explicit string
 			for _, p := range cfg.Plugins {
 				if p.Name == name {
-					explicit = p.Path
+					explicit, sp.procs = p.Path, p.GOMAXPROCS
 				}
 			}
 			path, err := host.Find(name, explicit)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-gw/tollgate/core/config"
+	"github.com/tollgate-gw/tollgate/plugins/host"
 	"github.com/tollgate-gw/tollgate/plugins/vendor"
 )
 
@@ -69,6 +71,8 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 				g.log.Warn("reload: a vendor's transport changed; it keeps running as it does until a restart", "plugin", name, "in_process", p.InProcess())
 			case !p.InProcess() && p.Path() != sp.path:
 				g.log.Warn("reload: a plugin's path changed; the running one is kept until a restart", "plugin", name, "running", p.Path(), "config", sp.path)
+			case !p.InProcess() && p.Procs() != cmp.Or(sp.procs, host.DefaultProcs()):
+				g.log.Warn("reload: a plugin's gomaxprocs changed; its process keeps its own until a restart", "plugin", name, "running", p.Procs(), "config", cmp.Or(sp.procs, host.DefaultProcs()))
 			}
 			old := p.Config()
 			if err := p.Configure(ctx, vc); err != nil {
@@ -86,7 +90,7 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 		if sp.builtin != nil {
 			v, err = g.plugins.StartInProcess(ctx, name, sp.builtin, vc)
 		} else {
-			v, err = g.plugins.Start(ctx, name, sp.path, vc)
+			v, err = g.plugins.Start(ctx, name, host.Exec{Path: sp.path, Procs: sp.procs}, vc)
 		}
 		if err == nil {
 			undo = append(undo, func() { g.plugins.Stop(name) })

@@ -110,12 +110,22 @@ func Available() []string {
 	return out
 }
 
+// Exec is how a plugin process is started: its binary, and how many
+// threads it runs Go code on (0: DefaultProcs).
+type Exec struct {
+	Path  string
+	Procs int
+}
+
 // Start launches a plugin and configures it. The returned Vendor stays
 // valid across restarts of the process.
-func (h *Host) Start(ctx context.Context, name, path string, cfg vendor.Config) (vendor.Vendor, error) {
+func (h *Host) Start(ctx context.Context, name string, exe Exec, cfg vendor.Config) (vendor.Vendor, error) {
+	if exe.Procs <= 0 {
+		exe.Procs = DefaultProcs()
+	}
 	life, cancel := context.WithCancel(context.Background())
 	p := &Plugin{
-		name: name, path: path, cfg: cfg, log: h.log.Named(name),
+		name: name, path: exe.Path, procs: exe.Procs, cfg: cfg, log: h.log.Named(name),
 		life: life, cancel: cancel, done: make(chan struct{}),
 		wait: &h.wait, changed: make(chan struct{}),
 	}
@@ -157,6 +167,7 @@ func (h *Host) Close() {
 // Plugin is one supervised plugin process, and a vendor.Vendor.
 type Plugin struct {
 	name, path string
+	procs      int // the process's GOMAXPROCS
 	cfg        vendor.Config
 	log        hclog.Logger
 	life       context.Context // ends when the host kills the plugin
@@ -192,8 +203,8 @@ func (p *Plugin) launch(ctx context.Context) error {
 	}
 	cmd := exec.Command(p.path)
 	// A plugin sees only its own config, never the host's environment; it
-	// is told how many threads to run Go code on (pluginProcs).
-	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(pluginProcs())}
+	// is told how many threads to run Go code on.
+	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(p.procs)}
 	ownGroup(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  vendor.Handshake,
@@ -227,13 +238,13 @@ func (p *Plugin) launch(ctx context.Context) error {
 	return p.configure(ctx, client, v, client.Kill)
 }
 
-// pluginProcs is the GOMAXPROCS of a plugin process: half the gateway's,
-// at least 1. A plugin does well under half of a call's work (the hop and
+// DefaultProcs is a plugin process's GOMAXPROCS unless its plugin block
+// sets gomaxprocs: half the gateway's, at least 1. A plugin does well under half of a call's work (the hop and
 // the vendor's HTTP client), and an idle Go process with more Ps than it
 // needs spends CPU on every wake-up: spinning threads looking for work,
 // another thread woken for each goroutine hand-off. With one P instead of
 // two here, a plugin spent about 15% less CPU per call.
-func pluginProcs() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+func DefaultProcs() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // configure hands v the plugin's config and makes it current; on a
 // refusal it calls abandon and keeps nothing.

@@ -51,7 +51,7 @@ func runHelper(bin string) error {
 	h := host.New(hclog.NewNullLogger())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := h.Start(ctx, "helper", bin, mainConfig)
+	v, err := h.Start(ctx, "helper", host.Exec{Path: bin}, mainConfig)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func start(t testing.TB, log hclog.Logger) (*host.Host, vendor.Vendor) {
 	t.Cleanup(h.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := h.Start(ctx, "testcrash", bin, mainConfig)
+	v, err := h.Start(ctx, "testcrash", host.Exec{Path: bin}, mainConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +250,24 @@ func TestPluginSeesNoHostEnvironment(t *testing.T) {
 	}
 }
 
+// TestPluginRunsWithItsGOMAXPROCS: a plugin block's gomaxprocs reaches
+// the process.
+func TestPluginRunsWithItsGOMAXPROCS(t *testing.T) {
+	h := host.New(hclog.NewNullLogger())
+	t.Cleanup(h.Close)
+	v, err := h.Start(t.Context(), "procs", host.Exec{Path: plugin(t), Procs: 3}, mainConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Get("procs").Procs(); got != 3 {
+		t.Errorf("Procs() = %d, want 3", got)
+	}
+	_, env := mustReport(t, v)
+	if !slices.Contains(env, "GOMAXPROCS=3") {
+		t.Errorf("the plugin's environment %q lacks GOMAXPROCS=3", env)
+	}
+}
+
 // waitBack calls until the restarted plugin answers.
 func waitBack(t *testing.T, v vendor.Vendor) int {
 	t.Helper()
@@ -350,7 +368,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 		t.Fatalf("call after Close: %v, want a connect failure", err)
 	}
 	h.Close() // twice is harmless
-	if _, err := h.Start(t.Context(), "late", plugin(t), mainConfig); err == nil {
+	if _, err := h.Start(t.Context(), "late", host.Exec{Path: plugin(t)}, mainConfig); err == nil {
 		t.Fatal("Start after Close succeeded")
 	}
 }
@@ -411,7 +429,7 @@ func TestStartFailures(t *testing.T) {
 			defer h.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			if _, err := h.Start(ctx, "bad", tt.path, mainConfig); err == nil || !strings.Contains(err.Error(), "bad") {
+			if _, err := h.Start(ctx, "bad", host.Exec{Path: tt.path}, mainConfig); err == nil || !strings.Contains(err.Error(), "bad") {
 				t.Fatalf("Start = %v, want an error naming the plugin", err)
 			}
 		})

@@ -60,6 +60,9 @@ func (p *Plugin) Name() string { return p.name }
 // Path is the plugin's binary.
 func (p *Plugin) Path() string { return p.path }
 
+// Procs is the GOMAXPROCS its process runs with (0 in process).
+func (p *Plugin) Procs() int { return p.procs }
+
 // Config is the configuration the plugin was last given.
 func (p *Plugin) Config() vendor.Config {
 	p.mu.RLock()

@@ -30,7 +30,7 @@ func StartBinary(t testing.TB, name string, cfg vendor.Config) vendor.Vendor {
 	t.Cleanup(h.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := h.Start(ctx, name, bin, cfg)
+	v, err := h.Start(ctx, name, host.Exec{Path: bin}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
