@@ -141,3 +141,35 @@ func settlement(acct, id string, charge money.Nano) store.Settlement {
 	return store.Settlement{HoldID: id, Charge: charge, Row: &store.LogRow{
 		AccountID: acct, RequestID: id, KeyID: "k", Model: "m", Status: store.StatusSuccess, Cost: charge, CreatedAt: time.Now()}}
 }
+
+// The row of a call without a hold sent again (its first insert committed
+// but the answer was lost with the link) is not written twice; a row of
+// the same request at another time still is.
+func TestHoldlessRowRetriedIsWrittenOnce(t *testing.T) {
+	s := openURL(t, testpg.Schema(t), Options{})
+	account(t, s, "a", money.Credits(1))
+	at := time.Now()
+	refused := func(at time.Time) store.Settlement {
+		return store.Settlement{Row: &store.LogRow{AccountID: "a", RequestID: "req_refused", KeyID: "k", Model: "m",
+			Status: store.StatusError, ErrorCode: "insufficient_quota", CreatedAt: at}}
+	}
+	first, again := refused(at), refused(at)
+	for _, st := range []store.Settlement{first, again} {
+		if err := s.Settle(t.Context(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first.Row.ID == 0 || again.Row.ID != first.Row.ID {
+		t.Fatalf("row ids %d and %d: want the retry to answer the first row's", first.Row.ID, again.Row.ID)
+	}
+	if err := s.Settle(t.Context(), refused(at.Add(time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.QueryLogs(t.Context(), store.LogQuery{AccountID: "a", Ref: "req_refused", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2 (the retried one once, the later one)", len(rows))
+	}
+}

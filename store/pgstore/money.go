@@ -303,8 +303,24 @@ var lateSQL = `
 	)
 	SELECT id FROM r`
 
-// insertRowSQL writes a row without a hold (a rejected request).
-var insertRowSQL = `INSERT INTO logs (` + logInsertCols + `) VALUES (` + logInsertArgs(1) + `) RETURNING id`
+// insertRowSQL writes a row without a hold (a rejected request), unless
+// that very row is there: a retry after a commit whose answer was lost
+// (the link to the database cut) finds it by its request, account and
+// time, and answers its id instead of writing it twice.
+var insertRowSQL = `WITH r AS (
+		INSERT INTO logs (` + logInsertCols + `)
+		SELECT ` + logInsertArgs(1) + `
+		WHERE NOT EXISTS (SELECT 1 FROM logs WHERE ` + sameRow + `)
+		RETURNING id
+	)
+	SELECT id FROM r
+	UNION ALL
+	SELECT id FROM logs WHERE ` + sameRow + ` AND NOT EXISTS (SELECT 1 FROM r)
+	LIMIT 1`
+
+// sameRow matches the row of insertRowSQL's arguments.
+var sameRow = `request_id = ` + logArg("request_id", 1) + ` AND account_id = ` + logArg("account_id", 1) +
+	` AND created_at = ` + logArg("created_at", 1)
 
 // Settle closes a hold and writes its row in one statement; st.Row.ID is set.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {

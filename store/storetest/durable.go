@@ -90,7 +90,7 @@ func RunDurable(t *testing.T, newBackend func(t *testing.T) (reopen func(t *test
 		}
 		putPages(t, s, "kb", store.Page{ID: "p3", Title: fmt.Sprint(round)}) // numbers go on after a reopen
 
-		r := rowFor(hold("a", "after-reopen", 0), 0)
+		r := rowFor(hold("a", fmt.Sprint("after-reopen-", round), 0), 0) // a call of its own each round
 		mustNil(t, "settle after reopen", s.Settle(ctx, store.Settlement{Row: r}))
 		if r.ID <= lastRow {
 			t.Fatalf("round %d: row id %d after reopen, want above %d", round, r.ID, lastRow)
