@@ -74,8 +74,9 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 
-	cache *readCache
-	books *books
+	cache  *readCache
+	books  *books
+	txnFit txnFit // the applier's transactions' size (txnfit.go)
 
 	// kbMu serializes knowledge-base writes, so page changes commit in
 	// the order of their numbers (kb.go).
@@ -143,7 +144,7 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		db: db, log: lg, cache: newReadCache(), books: newBooks(o.applyDelay),
+		db: db, log: lg, cache: newReadCache(), books: newBooks(o.applyDelay), txnFit: newTxnFit(bo),
 		stopGC: make(chan struct{}),
 		gcDone: make(chan struct{}),
 		health: newHealth(dir), closeTimeout: o.CloseTimeout,

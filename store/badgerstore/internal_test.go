@@ -468,3 +468,29 @@ func TestJournalRotatesUnderConcurrentStrictMoves(t *testing.T) {
 		t.Fatalf("%d journal files after the replay, want the fresh one only", len(segs))
 	}
 }
+
+// The applier sizes its transactions before setting them: the prefix
+// txnFit picks is taken by Badger, and is not far below what Badger takes
+// (a third more is refused), so a big batch is never set twice.
+func TestTxnFitPrefixCommits(t *testing.T) {
+	s := openTemp(t, t.TempDir(), Options{memTableSize: 256 << 10})
+	es := make([]*entry, 2000)
+	for i := range es {
+		r := &store.LogRow{AccountID: "a", KeyID: "k", Model: "m", RequestID: fmt.Sprintf("r%d", i),
+			CreatedAt: time.Now(), ErrorMessage: strings.Repeat("x", 100*(i%5))}
+		e := &entry{seq: uint64(i + 1), kind: kindSettle, account: "a"}
+		settleKeys(e, r, true, nil)
+		setRowID(e, uint64(i+1))
+		es[i] = e
+	}
+	n := s.txnFit.prefix(es)
+	if n <= 1 || 2*n+n/3 > len(es) {
+		t.Fatalf("prefix of %d moves: %d", len(es), n)
+	}
+	if err := s.commitEntries(es[:n]); err != nil {
+		t.Fatalf("the fitted prefix of %d moves: %v", n, err)
+	}
+	if err := s.commitEntries(es[n : 2*n+n/3]); !errors.Is(err, badger.ErrTxnTooBig) {
+		t.Fatalf("a third more than the fitted prefix (%d moves): %v, want ErrTxnTooBig", n, err)
+	}
+}

@@ -839,7 +839,7 @@ func (s *Store) published(seq uint64) {
 // applyEntries commits a prefix of es in one transaction and returns its
 // length: all of es, or less when the transaction would be too big.
 func (s *Store) applyEntries(es []*entry) (int, error) {
-	n := len(es)
+	n := s.txnFit.prefix(es)
 	for conflicts := 0; ; {
 		err := s.commitEntries(es[:n])
 		switch {
