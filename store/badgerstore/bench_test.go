@@ -72,6 +72,49 @@ func benchSettle(b *testing.B, conc int) {
 	}
 }
 
+// BenchmarkSettleApart is BenchmarkSettle1 with each hold settled in a
+// later batch than the one that placed it, as a call longer than the
+// apply delay is (a model's answer takes seconds): Badger then gets the
+// hold and its deletion too, where the other benchmarks' holds, settled
+// at once, are never written.
+func BenchmarkSettleApart(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := b.Context()
+	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(1<<30), ""); err != nil {
+		b.Fatal(err)
+	}
+	// More calls than the queue can hold lie between a hold and its
+	// settlement, so they are never in one batch.
+	const apart = maxQueued
+	hold := func(i int) string {
+		id := "req-" + strconv.Itoa(i)
+		h := store.Hold{ID: id, AccountID: "a", KeyID: "k", Model: "m", Amount: 1000, SubmittedAt: time.Now()}
+		if _, err := s.PlaceHold(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+		return id
+	}
+	ids := make([]string, 0, apart)
+	for i := range apart {
+		ids = append(ids, hold(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := apart; b.Loop(); i++ {
+		id := ids[i%apart]
+		row := &store.LogRow{AccountID: "a", CreatedAt: time.Now(), KeyID: "k", Model: "m",
+			Status: store.StatusSuccess, InputTokens: 100, OutputTokens: 200, Cost: 900, RequestID: id}
+		if err := s.Settle(ctx, store.Settlement{HoldID: id, Charge: 900, Row: row}); err != nil {
+			b.Fatal(err)
+		}
+		ids[i%apart] = hold(i)
+	}
+}
+
 // benchRows is how many rows BenchmarkQueryLogsPage seeds; set
 // TOLLGATE_BENCH_ROWS=1000000 for the full-size figure.
 func benchRows(b *testing.B) int {
