@@ -471,17 +471,30 @@ func TestJournalRotatesUnderConcurrentStrictMoves(t *testing.T) {
 
 // The applier sizes its transactions before setting them: the prefix
 // txnFit picks is taken by Badger, and is not far below what Badger takes
-// (a third more is refused), so a big batch is never set twice.
+// (a third more is refused), so a big batch is never set twice. Half the
+// holds are settled within the batch (never written), half stay open.
 func TestTxnFitPrefixCommits(t *testing.T) {
+	ctx := t.Context()
 	s := openTemp(t, t.TempDir(), Options{memTableSize: 256 << 10})
-	es := make([]*entry, 2000)
-	for i := range es {
-		r := &store.LogRow{AccountID: "a", KeyID: "k", Model: "m", RequestID: fmt.Sprintf("r%d", i),
+	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(1000), ""); err != nil {
+		t.Fatal(err)
+	}
+	var es []*entry
+	seq := s.books.seq
+	for i := range 1000 {
+		h := store.Hold{ID: fmt.Sprintf("h%04d", i), AccountID: "a", KeyID: "k", Amount: 1}
+		seq++
+		es = append(es, &entry{seq: seq, kind: kindHold, account: "a", amount: 1, holdID: h.ID, holdVal: encodeHold(nil, &h)})
+		if i%2 == 1 {
+			continue
+		}
+		r := &store.LogRow{AccountID: "a", KeyID: "k", Model: "m", RequestID: h.ID,
 			CreatedAt: time.Now(), ErrorMessage: strings.Repeat("x", 100*(i%5))}
-		e := &entry{seq: uint64(i + 1), kind: kindSettle, account: "a"}
+		seq++
+		e := &entry{seq: seq, kind: kindSettle, account: "a", holdID: h.ID, keyID: "k", amount: 1, charge: 1}
 		settleKeys(e, r, true, nil)
 		setRowID(e, uint64(i+1))
-		es[i] = e
+		es = append(es, e)
 	}
 	n := s.txnFit.prefix(es)
 	if n <= 1 || 2*n+n/3 > len(es) {
