@@ -25,26 +25,16 @@ func BenchmarkSettle1(b *testing.B) { benchSettle(b, 1) }
 func benchSettle(b *testing.B, conc int) {
 	for _, strict := range []bool{false, true} {
 		b.Run(fmt.Sprintf("strict=%v", strict), func(b *testing.B) {
-			s, err := Open(b.TempDir(), Options{Strict: strict})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := benchStore(b, Options{Strict: strict}, money.Credits(1<<30))
 			ctx := b.Context()
-			if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(1<<30), ""); err != nil {
-				b.Fatal(err)
-			}
 			var n atomic.Int64
 			call := func() bool {
 				id := "req-" + strconv.FormatInt(n.Add(1), 10)
-				h := store.Hold{ID: id, AccountID: "a", KeyID: "k", Model: "m", Amount: 1000, SubmittedAt: time.Now()}
-				if _, err := s.PlaceHold(ctx, h); err != nil {
+				if _, err := s.PlaceHold(ctx, benchHold(id)); err != nil {
 					b.Error(err)
 					return false
 				}
-				row := &store.LogRow{AccountID: "a", CreatedAt: time.Now(), KeyID: "k", Model: "m",
-					Status: store.StatusSuccess, InputTokens: 100, OutputTokens: 200, Cost: 900, RequestID: id}
-				if err := s.Settle(ctx, store.Settlement{HoldID: id, Charge: 900, Row: row}); err != nil {
+				if err := s.Settle(ctx, benchSettlement(id)); err != nil {
 					b.Error(err)
 					return false
 				}
@@ -78,22 +68,14 @@ func benchSettle(b *testing.B, conc int) {
 // hold and its deletion too, where the other benchmarks' holds, settled
 // at once, are never written.
 func BenchmarkSettleApart(b *testing.B) {
-	s, err := Open(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b, Options{}, money.Credits(1<<30))
 	ctx := b.Context()
-	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, money.Credits(1<<30), ""); err != nil {
-		b.Fatal(err)
-	}
 	// More calls than the queue can hold lie between a hold and its
 	// settlement, so they are never in one batch.
 	const apart = maxQueued
 	hold := func(i int) string {
 		id := "req-" + strconv.Itoa(i)
-		h := store.Hold{ID: id, AccountID: "a", KeyID: "k", Model: "m", Amount: 1000, SubmittedAt: time.Now()}
-		if _, err := s.PlaceHold(ctx, h); err != nil {
+		if _, err := s.PlaceHold(ctx, benchHold(id)); err != nil {
 			b.Fatal(err)
 		}
 		return id
@@ -105,14 +87,37 @@ func BenchmarkSettleApart(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := apart; b.Loop(); i++ {
-		id := ids[i%apart]
-		row := &store.LogRow{AccountID: "a", CreatedAt: time.Now(), KeyID: "k", Model: "m",
-			Status: store.StatusSuccess, InputTokens: 100, OutputTokens: 200, Cost: 900, RequestID: id}
-		if err := s.Settle(ctx, store.Settlement{HoldID: id, Charge: 900, Row: row}); err != nil {
+		if err := s.Settle(ctx, benchSettlement(ids[i%apart])); err != nil {
 			b.Fatal(err)
 		}
 		ids[i%apart] = hold(i)
 	}
+}
+
+// benchStore opens a store in a temporary directory with the account
+// "a" holding credit, closed when the benchmark ends.
+func benchStore(b *testing.B, o Options, credit money.Nano) *Store {
+	s, err := Open(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	if err := s.CreateAccount(b.Context(), store.Account{ID: "a"}, credit, ""); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// benchHold and benchSettlement are a chat call's store work: a hold,
+// then its settlement with a row.
+func benchHold(id string) store.Hold {
+	return store.Hold{ID: id, AccountID: "a", KeyID: "k", Model: "m", Amount: 1000, SubmittedAt: time.Now()}
+}
+
+func benchSettlement(id string) store.Settlement {
+	row := &store.LogRow{AccountID: "a", CreatedAt: time.Now(), KeyID: "k", Model: "m",
+		Status: store.StatusSuccess, InputTokens: 100, OutputTokens: 200, Cost: 900, RequestID: id}
+	return store.Settlement{HoldID: id, Charge: 900, Row: row}
 }
 
 // benchRows is how many rows BenchmarkQueryLogsPage seeds; set
@@ -207,15 +212,8 @@ func BenchmarkQueryLogsPage(b *testing.B) {
 }
 
 func BenchmarkKeyByHash(b *testing.B) {
-	s, err := Open(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b, Options{}, 0)
 	ctx := b.Context()
-	if err := s.CreateAccount(ctx, store.Account{ID: "a"}, 0, ""); err != nil {
-		b.Fatal(err)
-	}
 	hash := []byte("0123456789abcdef0123456789abcdef")
 	k := store.Key{ID: "k", AccountID: "a", Name: "main", Prefix: "tg-0123", Hash: hash, Sealed: make([]byte, 60), Enabled: true, Kind: store.KindConsole}
 	if err := s.CreateKey(ctx, k); err != nil {
