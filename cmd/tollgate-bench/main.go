@@ -46,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	storeKind := fs.String("store", "badger", "the gateway's store: badger, or postgres (several instances' backend)")
 	pgURL := fs.String("pg-url", "", "with --store postgres: an empty database; empty = start a local server (needs PostgreSQL's binaries)")
 	noMedia := fs.Bool("no-media", false, "skip the media phase (a media job's gateway CPU, sync and async)")
+	onlyMedia := fs.Bool("only-media", false, "run the media phase alone (and profile its gateway unless --no-profiles); writes OUT/media.json")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -74,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
 			NoProxyReference: *noProxy, NoInProcess: *noInProcess, NoMetrics: *noMetrics, NoMedia: *noMedia,
+			OnlyMedia:  *onlyMedia,
 			ProfileDir: *profiles,
 		}
 		if o.ProfileDir == "" && !*noProfiles {
@@ -114,6 +116,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate-bench:", err)
 			return 1
+		}
+		if *onlyMedia {
+			// No chat cases: the media figures alone, beside (not over)
+			// a full run's latest.*.
+			if err := r.WriteJSON(filepath.Join(*out, "media.json")); err != nil {
+				fmt.Fprintln(stderr, "tollgate-bench:", err)
+				return 1
+			}
+			st := 0
+			for _, m := range r.Media {
+				fmt.Fprintf(stdout, "media %s (%s): gateway CPU %.0f µs/job, plugin %.0f µs/job, %d errors\n",
+					m.Kind, m.Route, m.CPUPerJobUS, m.PluginCPUPerJobUS, m.Errors)
+				if m.Errors > 0 {
+					st = 1
+				}
+			}
+			return st
 		}
 		res = r
 	}

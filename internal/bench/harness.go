@@ -52,6 +52,9 @@ type Options struct {
 	Log io.Writer
 	// NoMedia skips the media phase (media.go).
 	NoMedia bool
+	// OnlyMedia runs the media phase alone: no upstream, proxy or chat
+	// gateways (with ProfileDir, it profiles each media job kind).
+	OnlyMedia bool
 	// Store is the gateway's store: "" or "badger", or "postgres" on the
 	// empty database at PostgresURL; PostgresPID, when set, is its
 	// server's postmaster, whose CPU (and its backends') is counted beside
@@ -144,6 +147,16 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	e := &env{o: o, dir: dir, upstreamKey: "bench-upstream-" + randHex(8), adminToken: randHex(16), proc: Proc{Root: "/proc"}}
 	defer e.close()
 	res := &Results{Machine: machine(), Window: o.Window.String(), Rounds: o.Rounds, Store: o.Store}
+	if o.OnlyMedia {
+		if o.Store == StorePostgres {
+			return nil, errors.New("the media phase runs on badger only")
+		}
+		if err := e.media(ctx, res); err != nil {
+			return nil, err
+		}
+		res.Machine.LoadAfter = loadAverage()
+		return res, nil
+	}
 	if err := e.startUpstream(ctx); err != nil {
 		return nil, err
 	}

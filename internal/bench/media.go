@@ -84,7 +84,17 @@ func (e *env) media(ctx context.Context, res *Results) error {
 	if err := os.WriteFile(cfg, []byte(mediaConfig(filepath.Join(dir, "data"))), 0o600); err != nil {
 		return err
 	}
-	p, base, err := e.serve("tollgate (media)", cfg, filepath.Join(dir, "data"), []string{"TOLLGATE_ADMIN_TOKEN=" + e.adminToken},
+	env := []string{"TOLLGATE_ADMIN_TOKEN=" + e.adminToken}
+	var pprofAddr string
+	if e.o.OnlyMedia && e.o.ProfileDir != "" {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		env = append(env, "TOLLGATE_PPROF_ADDR="+pprofAddr)
+	}
+	p, base, err := e.serve("tollgate (media)", cfg, filepath.Join(dir, "data"), env,
 		filepath.Join(dir, "gateway.log"))
 	if err != nil {
 		return err
@@ -128,8 +138,51 @@ func (e *env) media(ctx context.Context, res *Results) error {
 		res.Media = append(res.Media, r)
 		fmt.Fprintf(e.o.Log, "media %s (%s): %d jobs, gateway CPU %.0f µs/job, plugin %.0f µs/job, %d errors\n",
 			r.Kind, r.Route, r.Jobs, r.CPUPerJobUS, r.PluginCPUPerJobUS, r.Errors)
+		if pprofAddr != "" {
+			path, err := m.profile(ctx, pprofAddr, k.route, k.body, max(int(e.o.Window/time.Second), 1),
+				filepath.Join(e.o.ProfileDir, "cpu-media-"+k.kind+".pprof"))
+			if err != nil {
+				return err
+			}
+			res.Profiles = append(res.Profiles, path)
+		}
 	}
 	return nil
+}
+
+// profile records a CPU profile of the gateway over secs seconds of
+// unmeasured jobs, 8 at a time, and waits until they have settled.
+func (m *mediaRun) profile(ctx context.Context, pprofAddr, route, body string, secs int, path string) (string, error) {
+	pc := &http.Client{Timeout: time.Duration(secs)*time.Second + 30*time.Second}
+	type got struct {
+		b   []byte
+		err error
+	}
+	out := make(chan got, 1)
+	go func() {
+		b, err := fetch(ctx, pc, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, secs))
+		out <- got{b, err}
+	}()
+	stop := time.Now().Add(time.Duration(secs) * time.Second)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				_ = m.submit(ctx, route, body)
+			}
+		}()
+	}
+	wg.Wait()
+	g := <-out
+	if g.err != nil {
+		return "", fmt.Errorf("media profile: %w", g.err)
+	}
+	if err := m.settled(ctx); err != nil {
+		return "", err
+	}
+	return path, writeFile(path, g.b)
 }
 
 // mediaRun is the client side of the media phase.
