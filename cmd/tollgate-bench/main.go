@@ -46,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	storeKind := fs.String("store", "badger", "the gateway's store: badger, or postgres (several instances' backend)")
 	pgURL := fs.String("pg-url", "", "with --store postgres: an empty database; empty = start a local server (needs PostgreSQL's binaries)")
 	noMedia := fs.Bool("no-media", false, "skip the media phase (a media job's gateway CPU, sync and async)")
+	mediaJobs := fs.Int("media-jobs", 0, "jobs of each kind in the media phase (default 400)")
 	onlyMedia := fs.Bool("only-media", false, "run the media phase alone (and profile its gateway unless --no-profiles); writes OUT/media.json")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -75,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o := bench.Options{
 			BinDir: *bin, Window: *window, Rounds: *rounds, SeedRows: *seedRows, LogLevel: *logLevel, Log: stderr,
 			NoProxyReference: *noProxy, NoInProcess: *noInProcess, NoMetrics: *noMetrics, NoMedia: *noMedia,
-			OnlyMedia:  *onlyMedia,
+			OnlyMedia: *onlyMedia, MediaJobs: *mediaJobs,
 			ProfileDir: *profiles,
 		}
 		if o.ProfileDir == "" && !*noProfiles {

@@ -55,6 +55,9 @@ type Options struct {
 	// OnlyMedia runs the media phase alone: no upstream, proxy or chat
 	// gateways (with ProfileDir, it profiles each media job kind).
 	OnlyMedia bool
+	// MediaJobs is how many jobs of each kind the media phase runs
+	// (default 400).
+	MediaJobs int
 	// Store is the gateway's store: "" or "badger", or "postgres" on the
 	// empty database at PostgresURL; PostgresPID, when set, is its
 	// server's postmaster, whose CPU (and its backends') is counted beside
@@ -73,6 +76,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.Concurrency) == 0 {
 		o.Concurrency = []int{1, 64}
+	}
+	if o.MediaJobs <= 0 {
+		o.MediaJobs = defaultMediaJobs
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"

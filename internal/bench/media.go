@@ -39,8 +39,8 @@ type MediaResult struct {
 // CPU, submit to settled row.
 const BudgetMediaJobCPUUS = 1000.0
 
-// mediaJobs is how many jobs each kind runs.
-const mediaJobs = 400
+// defaultMediaJobs is how many jobs each kind runs by default.
+const defaultMediaJobs = 400
 
 // mediaConfig is the media phase's gateway: the sim plugin serving a
 // search and a video model.
@@ -124,7 +124,8 @@ func (e *env) media(ctx context.Context, res *Results) error {
 		if err != nil {
 			return err
 		}
-		errs := m.run(ctx, k.route, k.body, mediaJobs)
+		jobs := e.o.MediaJobs
+		errs := m.run(ctx, k.route, k.body, jobs)
 		if err := m.settled(ctx); err != nil {
 			return err
 		}
@@ -132,9 +133,9 @@ func (e *env) media(ctx context.Context, res *Results) error {
 		if err != nil {
 			return err
 		}
-		r := MediaResult{Kind: k.kind, Route: k.route, Jobs: mediaJobs, Errors: errs,
-			CPUPerJobUS:       float64((after.Self - before.Self).Microseconds()) / mediaJobs,
-			PluginCPUPerJobUS: float64((after.Children - before.Children).Microseconds()) / mediaJobs}
+		r := MediaResult{Kind: k.kind, Route: k.route, Jobs: jobs, Errors: errs,
+			CPUPerJobUS:       float64((after.Self - before.Self).Microseconds()) / float64(jobs),
+			PluginCPUPerJobUS: float64((after.Children - before.Children).Microseconds()) / float64(jobs)}
 		res.Media = append(res.Media, r)
 		fmt.Fprintf(e.o.Log, "media %s (%s): %d jobs, gateway CPU %.0f µs/job, plugin %.0f µs/job, %d errors\n",
 			r.Kind, r.Route, r.Jobs, r.CPUPerJobUS, r.PluginCPUPerJobUS, r.Errors)
