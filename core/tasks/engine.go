@@ -35,6 +35,19 @@ type End struct {
 	Interrupted bool
 	// Cancelled: an operator cancelled the task (refunded in full).
 	Cancelled bool
+	// Job is the task's job when the engine has read it (decoded once per
+	// task in this process; read it, never change it): JobOf reads it
+	// from the task otherwise.
+	Job *Job
+}
+
+// JobOf is the task's job: end.Job, or decoded from t.Job.
+func (end *End) JobOf(t *store.Task) (*Job, error) {
+	if end.Job != nil {
+		return end.Job, nil
+	}
+	j, err := DecodeJob(t.Job)
+	return &j, err
 }
 
 // Finisher ends a task: prices what it delivered, hosts its files,
@@ -89,6 +102,7 @@ type entry struct {
 	next    time.Time
 	busy    bool
 	pending *vendor.JobOutcome // an outcome to finish with, already known
+	job     *Job               // t.Job decoded, once read (only step uses it)
 	resumed bool               // claimed from a dead instance
 	cancel  bool               // an operator cancels it
 	gone    chan struct{}      // closed once it ended here (Cancel waits on it)
@@ -325,7 +339,7 @@ func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 			go e.cancel(t)
 		}
 	default:
-		end, next = e.ask(ctx, &t, spec)
+		end, next = e.ask(ctx, en, &t, spec)
 	}
 	if ctx.Err() != nil {
 		e.release(en, t, e.o.Now())
@@ -340,6 +354,7 @@ func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 		e.release(en, t, next)
 		return
 	}
+	end.Job = en.job
 	err := e.o.Finisher.FinishTask(context.WithoutCancel(ctx), t, *end)
 	switch {
 	case err == nil, errors.Is(err, store.ErrLeaseLost):
@@ -361,11 +376,18 @@ func (e *Engine) step(ctx context.Context, en *entry, t store.Task) {
 
 // ask calls the plugin once: a Run for a synchronous vendor (the whole
 // job), or a Poll. A nil End means the task goes on, asked again at next.
-func (e *Engine) ask(ctx context.Context, t *store.Task, spec *vendor.FamilySpec) (*End, time.Time) {
-	job, err := DecodeJob(t.Job)
-	if err != nil {
-		return &End{Err: fmt.Errorf("the task's job cannot be read: %w", err)}, time.Time{}
+func (e *Engine) ask(ctx context.Context, en *entry, t *store.Task, spec *vendor.FamilySpec) (*End, time.Time) {
+	if en.job == nil {
+		// Once per task in this process: the job never changes once the
+		// task is adopted or claimed.
+		j, err := DecodeJob(t.Job)
+		if err != nil {
+			return &End{Err: fmt.Errorf("the task's job cannot be read: %w", err)}, time.Time{}
+		}
+		en.job = &j
 	}
+	job := en.job
+	var err error
 	p := e.o.Plugins(t.Vendor)
 	now := e.o.Now()
 	if p == nil {

@@ -310,3 +310,28 @@ func TestTwoInstancesEndEachTaskOnce(t *testing.T) {
 		t.Fatalf("wallet %+v", w)
 	}
 }
+
+// TestJobReadOncePerTask: the engine hands the finisher the job it read
+// for its polls (decoded once per task), and a finisher given none reads
+// it from the task as stored.
+func TestJobReadOncePerTask(t *testing.T) {
+	e := newEnv(t, newJobs(3))
+	eng, _ := e.engine(t, "gw1", false, map[string]*vendor.FamilySpec{"image": spec})
+	tk := e.task(t, "img_once", "gw1", true, "up-once", time.Minute)
+	eng.Adopt(tk, nil)
+	e.wait(t, 1)
+	e.fin.mu.Lock()
+	end := e.fin.ended["img_once"][0]
+	e.fin.mu.Unlock()
+	if end.Job == nil || end.Job.Request.RequestID != "img_once" || !end.Job.UpstreamJob {
+		t.Fatalf("the finisher got the job %+v", end.Job)
+	}
+	var none tasks.End
+	j, err := none.JobOf(&tk)
+	if err != nil || j.Request.RequestID != "img_once" || !j.UpstreamJob {
+		t.Fatalf("JobOf from the stored job: %+v %v", j, err)
+	}
+	if got, _ := end.JobOf(&store.Task{}); got != end.Job {
+		t.Fatal("JobOf decoded again though the engine had read the job")
+	}
+}

@@ -14,7 +14,8 @@ import (
 // plugins/family, which every plugin of the family links; the plugin only
 // speaks its vendor's wire. Refusals and upstream failures are values in
 // the replies (JobError, a *Failure as the error); any other error is a
-// transport fault.
+// transport fault. A request is the caller's: read it, never change it
+// (the task engine asks every poll with the one job it read).
 type Jobs interface {
 	// Validate checks a request and says how many units to hold, or
 	// refuses it with JobPlan.Error.
