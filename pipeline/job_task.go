@@ -46,7 +46,7 @@ func (f *TaskFinisher) FinishTask(ctx context.Context, t store.Task, end tasks.E
 	if spec == nil {
 		spec = &vendor.FamilySpec{Name: t.Family, UnitType: t.UnitType}
 	}
-	job, _ := tasks.DecodeJob(t.Job)
+	job, _ := end.JobOf(&t)
 	m, ok := f.d.Config.Model(t.Model)
 	switch {
 	case !ok && job.Price == nil:
