@@ -55,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate-bench: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	if *onlyMedia && (*noMedia || *storeKind != "badger" || *fromJSON != "") {
+		fmt.Fprintln(stderr, "tollgate-bench: --only-media runs the media phase on badger: not with --no-media, --store or --from-json")
+		return 2
+	}
 
 	// Made first, so a bad --out fails before minutes of measuring.
 	if err := os.MkdirAll(*out, 0o755); err != nil {

@@ -75,6 +75,9 @@ func TestRunBadArgs(t *testing.T) {
 		{desc: "stray argument", args: []string{"extra"}, want: 2},
 		{desc: "absent results file", args: []string{"--from-json", "/nonexistent/latest.json"}, want: 1},
 		{desc: "missing binaries", args: []string{"--bin", "/nonexistent", "--duration", "100ms"}, want: 1},
+		{desc: "only and no media", args: []string{"--only-media", "--no-media"}, want: 2},
+		{desc: "only media on postgres", args: []string{"--only-media", "--store", "postgres"}, want: 2},
+		{desc: "only media, missing binaries", args: []string{"--only-media", "--bin", "/nonexistent"}, want: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
