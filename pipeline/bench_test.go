@@ -85,18 +85,50 @@ func (v fastVendor) ChatStream(_ context.Context, _ *vendor.ChatRequest, sink ve
 	return vendor.SendEvents(sink, v.events)
 }
 
-// discardWriter is a ResponseWriter that keeps nothing.
+// discardWriter is a ResponseWriter that keeps nothing. It takes write
+// deadlines as net/http's does (http.ResponseController reaches it).
 type discardWriter struct{ h http.Header }
 
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)             {}
-func (w *discardWriter) Flush()                      {}
+func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
+func (w *discardWriter) Header() http.Header              { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error)      { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)                  {}
+func (w *discardWriter) Flush()                           {}
 
 type benchGateway struct {
 	chain  *Chains
 	stages map[string]Stage
 	raw    string
+	ids    benchIDs
+}
+
+// benchIDs mints request ids as the server does before the chain runs
+// (ServeHTTP), carved from one string per block so that minting them is
+// not counted as the chain's.
+type benchIDs struct {
+	block string
+	ends  []int
+	next  int
+	seq   int
+}
+
+func (m *benchIDs) id() string {
+	if m.next == len(m.ends) {
+		var b []byte
+		m.ends = m.ends[:0]
+		for range 1024 {
+			m.seq++
+			b = strconv.AppendInt(append(b, "req_"...), int64(m.seq), 10)
+			m.ends = append(m.ends, len(b))
+		}
+		m.block, m.next = string(b), 0
+	}
+	start := 0
+	if m.next > 0 {
+		start = m.ends[m.next-1]
+	}
+	m.next++
+	return m.block[start:m.ends[m.next-1]]
 }
 
 func newBenchGateway(b *testing.B) *benchGateway {
@@ -132,15 +164,46 @@ func newBenchGateway(b *testing.B) *benchGateway {
 	return g
 }
 
-var benchSeq int
+// benchRequest is one case's request as net/http hands it to the
+// server, built once: the chain reads its method, URL and headers and
+// neither changes nor keeps them, and takes the body from Call.Body (read
+// once, as the server hands it over), so every call gets the same request
+// with its body reader rewound. The response writer stands for net/http's
+// per-request one: its header map is emptied per call and given back the
+// two ids ServeHTTP sets before the chain runs. What the gateway itself
+// makes per call (the Call, the ResponseWriter wrapper with its write
+// timeout, as Server.writer builds it) stays counted.
+type benchRequest struct {
+	r       *http.Request
+	body    *bytes.Reader
+	w       discardWriter
+	pattern string // the route's pattern, as the mux sets it
+	idValue []string
+}
+
+func (g *benchGateway) request(path string, body []byte) *benchRequest {
+	br := &benchRequest{body: bytes.NewReader(body), w: discardWriter{h: http.Header{}}, pattern: "POST " + path}
+	br.r, _ = http.NewRequest(http.MethodPost, "http://gw"+path, br.body)
+	br.r.Header.Set("Authorization", "Bearer "+g.raw)
+	br.r.Header.Set("Content-Type", "application/json")
+	br.r.Header.Set("anthropic-version", "2023-06-01")
+	return br
+}
 
 func (g *benchGateway) call(p protocol.ID, path string, body []byte) *Call {
-	r, _ := http.NewRequest(http.MethodPost, "http://gw"+path, bytes.NewReader(body))
-	r.Header.Set("Authorization", "Bearer "+g.raw)
-	r.Header.Set("anthropic-version", "2023-06-01")
-	benchSeq++
-	return &Call{ID: "req_" + strconv.Itoa(benchSeq), Start: time.Now(), Protocol: p, Billed: true, Request: r,
-		W: NewResponseWriter(&discardWriter{h: http.Header{}}), Body: body}
+	return g.callOn(g.request(path, body), p, body)
+}
+
+// callOn is a call on br, reset to what the server hands the chain.
+func (g *benchGateway) callOn(br *benchRequest, p protocol.ID, body []byte) *Call {
+	br.body.Reset(body)
+	id := g.ids.id()
+	clear(br.w.h)
+	br.idValue = append(br.idValue[:0], id)
+	br.w.h["X-Gateway-Trace"], br.w.h["X-Request-Id"] = br.idValue, br.idValue
+	return &Call{ID: id, Start: time.Now(), Kind: KindChat, Protocol: p, Billed: true, Request: br.r,
+		Pattern: br.pattern, Body: body,
+		W: NewResponseWriter(&br.w).WithWriteTimeout(config.DefaultWriteTimeout)}
 }
 
 // upTo runs the stages before name on c.
@@ -171,8 +234,7 @@ func BenchmarkStage(b *testing.B) {
 				c := *base
 				c.deferred = nil
 				if name == "precharge" || name == "log" {
-					benchSeq++
-					c.ID = "req_" + strconv.Itoa(benchSeq)
+					c.ID = g.ids.id()
 				}
 				if name == "log" {
 					if err := g.stages["precharge"].Serve(ctx, &c); err != nil {
@@ -203,9 +265,10 @@ func BenchmarkChain(b *testing.B) {
 		{"messages-translated", protocol.AnthropicMessages, "/v1/messages", benchMessagesBody},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
+			br := g.request(tc.path, tc.body)
 			b.ReportAllocs()
 			for b.Loop() {
-				c := g.call(tc.p, tc.path, tc.body)
+				c := g.callOn(br, tc.p, tc.body)
 				g.chain.Run(ctx, c)
 				if c.Err != nil || c.Row == nil {
 					b.Fatalf("call failed: %v", c.Err)
