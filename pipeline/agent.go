@@ -301,7 +301,7 @@ func (s *agentStage) builtinTools(a *store.Agent, m *config.Model, known, stream
 		if !t.on || !slices.Contains(m.Caps.Tools, t.name) {
 			continue
 		}
-		if slices.ContainsFunc(chatChannels(s.cfg, m.ID), func(ch *config.Channel) bool {
+		if slices.ContainsFunc(chatChannels(nil, s.cfg, m.ID), func(ch *config.Channel) bool {
 			return len(ch.Tools) == 0 || slices.Contains(ch.Tools, t.name)
 		}) {
 			out = append(out, t.name)

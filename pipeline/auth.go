@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
@@ -143,17 +144,32 @@ func (a *Authenticator) Used(ctx context.Context, k *store.Key) {
 // of the five messages, or a 500 when the store fails (fail closed); a
 // missing key's message shows how protocol p's clients send it.
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms KeyForms, p protocol.ID) (*store.Key, *store.Account, error) {
+	var who authenticated
+	return a.authenticate(ctx, r, forms, p, &who)
+}
+
+// authenticated is what authentication finds, in storage its caller owns
+// (a chat call's Call, so that the lookup allocates nothing of its own).
+type authenticated struct {
+	hash    [sha256.Size]byte
+	key     store.Key
+	account store.Account
+}
+
+// authenticate is Authenticate, the key and account kept in who.
+func (a *Authenticator) authenticate(ctx context.Context, r *http.Request, forms KeyForms, p protocol.ID, who *authenticated) (*store.Key, *store.Account, error) {
 	raw, _ := ExtractKey(r, forms)
 	if !keys.WellFormed(raw) {
 		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgMissing+" (send it as "+keyHint(forms, p)+")")
 	}
-	k, err := a.store.KeyByHash(ctx, keys.Hash(raw))
+	k, err := a.store.KeyByHash(ctx, keys.HashInto(&who.hash, raw))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgInvalid)
 	}
 	if err != nil {
 		return nil, nil, apierr.Internal(err)
 	}
+	who.key = k
 	if !k.Enabled {
 		return nil, nil, apierr.New(apierr.InvalidAPIKey, msgRevoked)
 	}
@@ -168,9 +184,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, forms
 		return nil, nil, apierr.Internal(err)
 	}
 	if acct.Status != store.AccountActive {
-		return &k, nil, apierr.New(apierr.InvalidAPIKey, msgAccountBlocked)
+		return &who.key, nil, apierr.New(apierr.InvalidAPIKey, msgAccountBlocked)
 	}
-	return &k, &acct, nil
+	who.account = acct
+	return &who.key, &who.account, nil
 }
 
 // QuotaError is the 402 of an exhausted balance, saying where credit
@@ -204,7 +221,7 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 	if c.Protocol == protocol.GeminiNative {
 		forms = GoogleForms
 	}
-	k, acct, err := s.auth.Authenticate(ctx, c.Request, forms, c.Protocol)
+	k, acct, err := s.auth.authenticate(ctx, c.Request, forms, c.Protocol, &c.own.who)
 	if err != nil {
 		return err
 	}

@@ -116,6 +116,21 @@ type Call struct {
 	finishErr error
 
 	deferred []func()
+
+	own callOwn
+}
+
+// callOwn is storage the chat chain's stages fill instead of allocating
+// per call: what Call's fields point to lives in the Call itself, one
+// allocation. Nothing here outlives the Call or is shared with another.
+type callOwn struct {
+	who      authenticated // Key and Account point here
+	route    Route         // Route points here
+	chans    [4]*config.Channel
+	cands    [4]Candidate // the route's candidates, up to four channels
+	order    [4]Candidate // dispatch's order of them
+	built    [2]builtBody
+	response pendingResponse
 }
 
 // Defer runs fn after the chain, in reverse order of registration, like a
@@ -161,7 +176,8 @@ type pendingResponse struct {
 
 // Respond queues a complete non-streaming response, written after the chain.
 func (c *Call) Respond(status int, header http.Header, body []byte) {
-	c.response = &pendingResponse{status: status, header: header, body: body}
+	c.own.response = pendingResponse{status: status, header: header, body: body}
+	c.response = &c.own.response
 }
 
 func (c *Call) flushResponse() {
@@ -202,7 +218,8 @@ type ResponseWriter struct {
 	// whitespace; the body follows (job.go).
 	keptAlive bool
 	stopAlive func()
-	deadline  *writeDeadline // nil: no write timeout
+	deadline  *writeDeadline // nil: no write timeout; else dl
+	dl        writeDeadline
 }
 
 // NewResponseWriter wraps w.

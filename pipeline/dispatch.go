@@ -98,12 +98,12 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	defer cancel()
 	// A client that reads nothing does not outlast the call; what is
 	// written after the attempts (an upstream failure's report) may be.
-	unbind := c.W.Bound(ctx)
-	defer unbind()
+	c.W.Bound(ctx)
+	defer c.W.Unbind()
 	timeout := modelTimeout
 
 	var last, unfit error
-	cands := s.order(r.Candidates)
+	cands := s.order(c.own.order[:0], r.Candidates)
 	restarts := 0
 	for i := 0; i < len(cands); i++ {
 		cand := cands[i]
@@ -178,7 +178,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 			default: // the channel answered (a 4xx of the caller's making)
 				s.health.Success(ch.Name)
 			}
-			unbind()
+			c.W.Unbind()
 			return s.upstreamFailed(c, err)
 		}
 		if res == again && restarts < pluginRetries {
@@ -212,7 +212,7 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	if ctx.Err() != nil && c.Request.Context().Err() == nil {
 		last = apierr.New(apierr.UpstreamTimeout, "the upstream did not answer within "+timeout.String())
 	}
-	unbind()
+	c.W.Unbind()
 	return s.upstreamFailed(c, last)
 }
 
@@ -267,9 +267,9 @@ func idleTimeout(m *config.Model, ch *config.Channel) time.Duration {
 // order moves the candidates whose circuit breaker is open to the end,
 // and after them those whose plugin is down (restarting), keeping the
 // route's order otherwise: when nothing else is left they are still tried
-// (a call to a plugin that is down waits for it, bounded).
-func (s *dispatchStage) order(cands []Candidate) []Candidate {
-	out := make([]Candidate, 0, len(cands))
+// (a call to a plugin that is down waits for it, bounded). The order is
+// appended to out, which must not share cands' array.
+func (s *dispatchStage) order(out, cands []Candidate) []Candidate {
 	var resting, down []Candidate
 	for _, cand := range cands {
 		switch {

@@ -534,7 +534,7 @@ func (s *dispatchStage) jobOrder(chans []*config.Channel) []*config.Channel {
 	for i, ch := range chans {
 		cands[i] = Candidate{Channel: ch}
 	}
-	cands = s.order(orderCandidates(cands))
+	cands = s.order(nil, orderCandidates(cands))
 	out := make([]*config.Channel, len(cands))
 	for i, c := range cands {
 		out[i] = c.Channel

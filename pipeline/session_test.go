@@ -27,7 +27,7 @@ func TestSessionPinning(t *testing.T) {
 	}
 	now := time.Unix(0, 0)
 	d := &dispatchStage{health: NewHealth(func() time.Time { return now })}
-	first := func(c *Call) string { return d.order(orderFor(c, cands()))[0].Channel.Name }
+	first := func(c *Call) string { return d.order(nil, orderFor(c, cands()))[0].Channel.Name }
 
 	const sessions = 600
 	pinned := map[string]string{}

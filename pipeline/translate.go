@@ -71,12 +71,14 @@ func newTranslate(d *Deps, _ map[string]string) (Stage, error) {
 func (s *translateStage) Name() string { return "translate" }
 
 func (s *translateStage) Serve(_ context.Context, c *Call) error {
-	cands := candidates(c, chatChannels(s.cfg, c.Model.ID))
+	chans := chatChannels(c.own.chans[:0], s.cfg, c.Model.ID)
+	cands := candidates(c.own.cands[:0], c.Protocol, c.Model, chans)
 	if len(cands) == 0 {
 		return apierr.Newf(apierr.NoChannelAvailable,
 			"the model '%s' has no channel serving the %s protocol", c.ModelID, c.Protocol)
 	}
-	r := &Route{Candidates: orderFor(c, cands)}
+	r := &c.own.route
+	*r = Route{Candidates: orderFor(c, cands), built: c.own.built[:0]}
 	if err := checkBuiltinTools(c, r); err != nil {
 		return err
 	}
@@ -105,14 +107,14 @@ func (s *translateStage) Serve(_ context.Context, c *Call) error {
 	return nil
 }
 
-// candidates pairs each channel with the protocol the call speaks to it;
-// channels the client cannot reach are left out.
-func candidates(c *Call, chans []*config.Channel) []Candidate {
-	out := make([]Candidate, 0, len(chans))
-	translated := c.Protocol == protocol.OpenAIChat || slices.Contains(c.Model.TranslateFrom, string(c.Protocol))
+// candidates pairs each channel with the protocol a client of protocol p
+// speaks to it, appended to out; channels the client cannot reach are
+// left out.
+func candidates(out []Candidate, p protocol.ID, m *config.Model, chans []*config.Channel) []Candidate {
+	translated := p == protocol.OpenAIChat || slices.Contains(m.TranslateFrom, string(p))
 	for _, ch := range chans {
-		if slices.Contains(ch.Protocols, string(c.Protocol)) {
-			out = append(out, Candidate{Channel: ch, Protocol: c.Protocol})
+		if slices.Contains(ch.Protocols, string(p)) {
+			out = append(out, Candidate{Channel: ch, Protocol: p})
 			continue
 		}
 		if !translated {
@@ -120,9 +122,9 @@ func candidates(c *Call, chans []*config.Channel) []Candidate {
 		}
 		// The channel's first protocol: operators list their preferred
 		// one first.
-		for _, p := range ch.Protocols {
-			if tr, ok := translate.Lookup(c.Protocol, protocol.ID(p)); ok {
-				out = append(out, Candidate{Channel: ch, Protocol: protocol.ID(p), Translator: tr})
+		for _, up := range ch.Protocols {
+			if tr, ok := translate.Lookup(p, protocol.ID(up)); ok {
+				out = append(out, Candidate{Channel: ch, Protocol: protocol.ID(up), Translator: tr})
 				break
 			}
 		}
@@ -135,8 +137,7 @@ func candidates(c *Call, chans []*config.Channel) []Candidate {
 // always; another when m's translate_from lists it) and m has a chat
 // channel, since every pair of protocols has a translator.
 func Reachable(cfg *config.Config, m *config.Model, p protocol.ID) bool {
-	c := &Call{Protocol: p, Model: m}
-	return len(candidates(c, chatChannels(cfg, m.ID))) > 0
+	return len(candidates(nil, p, m, chatChannels(nil, cfg, m.ID))) > 0
 }
 
 // prepare makes cand the current attempt: it builds (or reuses) the body
@@ -236,9 +237,9 @@ func checkBuiltinTools(c *Call, r *Route) error {
 	return nil
 }
 
-// chatChannels lists the chat channels serving a model, priority first.
-func chatChannels(cfg *config.Config, modelID string) []*config.Channel {
-	var out []*config.Channel
+// chatChannels appends to out the chat channels serving a model, priority
+// first.
+func chatChannels(out []*config.Channel, cfg *config.Config, modelID string) []*config.Channel {
 	for _, ch := range cfg.ChannelsFor(modelID) {
 		if len(ch.Families) == 0 || slices.Contains(ch.Families, "chat") {
 			out = append(out, ch)

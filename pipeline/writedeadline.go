@@ -22,18 +22,24 @@ const bigWrite = 64 << 10
 
 // writeDeadline is the write deadline of one response.
 type writeDeadline struct {
-	rc      *http.ResponseController
+	rc      http.ResponseController
 	timeout time.Duration
 
 	set     atomic.Int64 // when the deadline was last moved, unix nanoseconds
 	mu      sync.Mutex
 	aborted bool // the call's time is up: writes fail at once
+	bound   bool // Bound's watch is on: its end may abort the writes
+	// unwatch ends Bound's watch; only the goroutine that called Bound
+	// touches it.
+	unwatch func() bool
 }
 
-// WithWriteTimeout sets the write timeout (0: none) and returns w.
+// WithWriteTimeout sets the write timeout (0: none) and returns w. The
+// deadline lives in w: no allocation of its own.
 func (w *ResponseWriter) WithWriteTimeout(d time.Duration) *ResponseWriter {
 	if d > 0 {
-		w.deadline = &writeDeadline{rc: http.NewResponseController(w.ResponseWriter), timeout: d}
+		w.dl.rc, w.dl.timeout = *http.NewResponseController(w.ResponseWriter), d
+		w.deadline = &w.dl
 	}
 	return w
 }
@@ -53,33 +59,42 @@ func (d *writeDeadline) refresh(now time.Time) {
 	d.mu.Unlock()
 }
 
-// Bound makes a write blocked when ctx ends fail at once; the returned
-// stop (which may be called again) undoes it, so the answer of a call
-// that timed out (a 504) can still be written. Without a write timeout it
-// does nothing.
-func (w *ResponseWriter) Bound(ctx context.Context) (stop func()) {
+// Bound makes a write blocked when ctx ends fail at once, until Unbind,
+// so the answer of a call that timed out (a 504) can still be written.
+// Without a write timeout it does nothing.
+func (w *ResponseWriter) Bound(ctx context.Context) {
 	if w == nil || w.deadline == nil {
-		return func() {}
+		return
 	}
 	d := w.deadline
-	done := make(chan struct{})
-	abort := context.AfterFunc(ctx, func() {
-		defer close(done)
-		d.mu.Lock()
-		d.aborted = true
-		_ = d.rc.SetWriteDeadline(time.Now())
-		d.mu.Unlock()
-	})
-	var once sync.Once
-	return func() { once.Do(func() { d.resume(abort, done) }) }
+	d.mu.Lock()
+	d.bound = true
+	d.mu.Unlock()
+	d.unwatch = context.AfterFunc(ctx, d.abort)
 }
 
-// resume undoes Bound once the writes it bounded are over.
-func (d *writeDeadline) resume(abort func() bool, done <-chan struct{}) {
-	if !abort() {
-		<-done
-	}
+// abort fails the writes at once, unless Unbind came first.
+func (d *writeDeadline) abort() {
 	d.mu.Lock()
+	if d.bound {
+		d.aborted = true
+		_ = d.rc.SetWriteDeadline(time.Now())
+	}
+	d.mu.Unlock()
+}
+
+// Unbind undoes Bound once the writes it bounded are over; it may be
+// called again. An abort that already started finds the watch off (both
+// hold mu), so it cannot fail a write made after Unbind.
+func (w *ResponseWriter) Unbind() {
+	if w == nil || w.deadline == nil || w.deadline.unwatch == nil {
+		return
+	}
+	d := w.deadline
+	d.unwatch()
+	d.unwatch = nil
+	d.mu.Lock()
+	d.bound = false
 	if d.aborted {
 		now := time.Now()
 		d.aborted = false

@@ -51,8 +51,20 @@ func WellFormed(s string) bool {
 
 // Hash is the lookup index of a raw key.
 func Hash(raw string) []byte {
-	h := sha256.Sum256([]byte(raw))
-	return h[:]
+	var h [sha256.Size]byte
+	return HashInto(&h, raw)
+}
+
+// HashInto is Hash written into dst, which the result slices: a caller
+// that owns dst hashes a key without an allocation.
+func HashInto(dst *[sha256.Size]byte, raw string) []byte {
+	var buf [Length]byte // a well-formed key is copied here, not to the heap
+	if len(raw) <= len(buf) {
+		*dst = sha256.Sum256(buf[:copy(buf[:], raw)])
+	} else {
+		*dst = sha256.Sum256([]byte(raw))
+	}
+	return dst[:]
 }
 
 // Display returns the leading characters shown for a key.
