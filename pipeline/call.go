@@ -180,6 +180,10 @@ func (c *Call) Respond(status int, header http.Header, body []byte) {
 	c.response = &c.own.response
 }
 
+// jsonContentType is the Content-Type of an answer that names none,
+// shared by every response (cap 1: an Add copies it first).
+var jsonContentType = []string{"application/json"}[:1:1]
+
 func (c *Call) flushResponse() {
 	r := c.response
 	if r != nil && c.W != nil && c.W.keptAlive {
@@ -198,7 +202,7 @@ func (c *Call) flushResponse() {
 		h[k] = v
 	}
 	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = jsonContentType
 	}
 	c.W.WriteHeader(r.status)
 	_, _ = c.W.Write(r.body)

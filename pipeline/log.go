@@ -273,15 +273,27 @@ func (s *logStage) finishTask(ctx context.Context, c *Call) {
 // instead of writing over the next).
 func techView(c *Call, t *store.TechView, kv *[12]store.KV) *store.TechView {
 	*t = store.TechView{Request: kv[0:0:4], Upstream: kv[4:4:6], Gateway: kv[6:6:12]}
+	// The view's numbers share one string.
+	var buf [64]byte
+	b := strconv.AppendInt(buf[:0], int64(len(c.Body)), 10)
+	endBody := len(b)
+	if c.Req.MaxTokens > 0 {
+		b = strconv.AppendInt(b, c.Req.MaxTokens, 10)
+	}
+	endMax := len(b)
+	if c.Hold != nil {
+		b = c.Hold.Amount.Append(b)
+	}
+	nums := string(b)
 	if c.Job == nil {
 		t.Request = append(t.Request,
 			store.KV{K: "protocol", V: string(c.Protocol)},
 			store.KV{K: "stream", V: strconv.FormatBool(c.Stream)},
 		)
 	}
-	t.Request = append(t.Request, store.KV{K: "body_bytes", V: strconv.Itoa(len(c.Body))})
+	t.Request = append(t.Request, store.KV{K: "body_bytes", V: nums[:endBody]})
 	if c.Req.MaxTokens > 0 {
-		t.Request = append(t.Request, store.KV{K: "max_tokens", V: strconv.FormatInt(c.Req.MaxTokens, 10)})
+		t.Request = append(t.Request, store.KV{K: "max_tokens", V: nums[endBody:endMax]})
 	}
 	if r := c.Route; r != nil {
 		t.Upstream = append(t.Upstream, store.KV{K: "protocol", V: string(r.Protocol)})
@@ -305,7 +317,7 @@ func techView(c *Call, t *store.TechView, kv *[12]store.KV) *store.TechView {
 		}
 	}
 	if c.Hold != nil {
-		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: c.Hold.Amount.String()})
+		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: nums[endMax:]})
 	}
 	if j := c.Job; j != nil {
 		t.Kind = j.Billing.LogKind
