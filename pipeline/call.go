@@ -131,6 +131,8 @@ type callOwn struct {
 	order    [4]Candidate // dispatch's order of them
 	built    [2]builtBody
 	response pendingResponse
+	deadline callDeadline // dispatch's context
+	detached detached     // the ledger's context
 }
 
 // Defer runs fn after the chain, in reverse order of registration, like a

@@ -94,8 +94,11 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 	for _, cand := range r.Candidates {
 		total = max(total, cand.Channel.Timeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, total)
-	defer cancel()
+	// The call's deadline is its own (context.WithTimeout's, without its
+	// allocations), and ends the client's blocked writes too (Bound).
+	deadline := &c.own.deadline
+	ctx = deadline.start(ctx, total)
+	defer deadline.cancel()
 	// A client that reads nothing does not outlast the call; what is
 	// written after the attempts (an upstream failure's report) may be.
 	c.W.Bound(ctx)

@@ -70,7 +70,8 @@ func (s *logStage) Finish(ctx context.Context, c *Call) {
 	var unbooked bool
 	var err error
 	if s.waiting.Waiting() == 0 {
-		written, unbooked, err = settle(context.WithoutCancel(ctx), s.store, s.log, c.ID, st, heldBack)
+		c.own.detached = detached{ctx} // context.WithoutCancel, the Call's own
+		written, unbooked, err = settle(&c.own.detached, s.store, s.log, c.ID, st, heldBack)
 		if errors.Is(err, store.ErrUnavailable) {
 			err = s.waiting.Queue(c.ID, c.Hold != nil, s.late(c.ID, st), err)
 		}

@@ -61,7 +61,8 @@ func (d *writeDeadline) refresh(now time.Time) {
 
 // Bound makes a write blocked when ctx ends fail at once, until Unbind,
 // so the answer of a call that timed out (a 504) can still be written.
-// Without a write timeout it does nothing.
+// Without a write timeout it does nothing. A call's own deadline aborts
+// the writes itself; another context is watched with AfterFunc.
 func (w *ResponseWriter) Bound(ctx context.Context) {
 	if w == nil || w.deadline == nil {
 		return
@@ -70,6 +71,12 @@ func (w *ResponseWriter) Bound(ctx context.Context) {
 	d.mu.Lock()
 	d.bound = true
 	d.mu.Unlock()
+	if cd, ok := ctx.(*callDeadline); ok {
+		if !cd.bind(d) {
+			d.abort() // it has ended already
+		}
+		return
+	}
 	d.unwatch = context.AfterFunc(ctx, d.abort)
 }
 
@@ -84,15 +91,17 @@ func (d *writeDeadline) abort() {
 }
 
 // Unbind undoes Bound once the writes it bounded are over; it may be
-// called again. An abort that already started finds the watch off (both
-// hold mu), so it cannot fail a write made after Unbind.
+// called again. An abort that already started finds the writes unbound
+// (both hold mu), so it cannot fail a write made after Unbind.
 func (w *ResponseWriter) Unbind() {
-	if w == nil || w.deadline == nil || w.deadline.unwatch == nil {
+	if w == nil || w.deadline == nil {
 		return
 	}
 	d := w.deadline
-	d.unwatch()
-	d.unwatch = nil
+	if d.unwatch != nil {
+		d.unwatch()
+		d.unwatch = nil
+	}
 	d.mu.Lock()
 	d.bound = false
 	if d.aborted {
