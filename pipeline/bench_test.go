@@ -132,7 +132,12 @@ func (m *benchIDs) id() string {
 	return m.block[start:m.ends[m.next-1]]
 }
 
-func newBenchGateway(b *testing.B) *benchGateway {
+func newBenchGateway(b testing.TB) *benchGateway {
+	return newGatewayWith(b, fastVendor{events: benchEvents()})
+}
+
+// newGatewayWith is the bench's gateway on the vendor v.
+func newGatewayWith(b testing.TB, v vendor.Vendor) *benchGateway {
 	b.Helper()
 	cfg, err := config.Parse([]byte(benchConfig), "bench.hcl")
 	if err != nil {
@@ -153,7 +158,7 @@ func newBenchGateway(b *testing.B) *benchGateway {
 		b.Fatal(err)
 	}
 	d := &Deps{Config: cfg, Store: st, Logger: hclog.NewNullLogger(), Now: time.Now,
-		Vendors: map[string]vendor.Vendor{"fake": fastVendor{events: benchEvents()}}}
+		Vendors: map[string]vendor.Vendor{"fake": v}}
 	g := &benchGateway{stages: map[string]Stage{}, raw: raw}
 	reg := NewRegistry()
 	if g.chain, err = Build(reg, d, nil, nil); err != nil {

@@ -407,6 +407,8 @@ func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req
 	if resp.Status < 200 || resp.Status > 299 {
 		return s.upstreamStatus(c, resp.Status, resp.Headers, resp.Body)
 	}
+	// The one check of the answer's JSON: what reads it next (usage, the
+	// cut, the translator) is told it passed (ResponseOptions.Checked).
 	if !codec.ValidObject(resp.Body) {
 		return retry, brokenAnswer()
 	}
@@ -423,7 +425,9 @@ func (s *dispatchStage) unary(ctx context.Context, c *Call, v vendor.Vendor, req
 		// Issue 17: the client sees the gateway's model id, not the upstream's.
 		body = codec.NewModelNamer(c.Route.Protocol, c.ModelID).Answer(resp.Body)
 	default:
-		body, err = tr.Response(resp.Body, c.responseOptions())
+		opts := c.responseOptions()
+		opts.Checked = true
+		body, err = tr.Response(resp.Body, opts)
 		if err != nil {
 			// A failed answer in a 200 is the upstream's error; anything
 			// else the upstream sent that cannot be read is a fault.

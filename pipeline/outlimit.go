@@ -91,7 +91,7 @@ func (r *relay) stop() error {
 // cutAnswer cuts a whole answer that ran past the limit: to the share of
 // its characters the limit holds by the upstream's own count, or to what
 // the limit may hold when it reported none. ok is false when the answer
-// is within the limit.
+// is within the limit. body passed codec.ValidObject.
 func cutAnswer(c *Call, body []byte) (out []byte, ok bool, err error) {
 	limit, chars, u := c.OutLimit, c.OutputChars, c.Usage
 	if !pastLimit(limit, chars, u.OutputTokens) {
@@ -102,7 +102,9 @@ func cutAnswer(c *Call, body []byte) (out []byte, ok bool, err error) {
 		keep = min(keep, chars*limit/u.OutputTokens)
 	}
 	c.PastLimit = true
-	out, err = translate.CutAnswer(c.Protocol, c.Route.Protocol, body, keep, stopUsage(c, u), c.responseOptions())
+	opts := c.responseOptions()
+	opts.Checked = true // a whole answer dispatch checked
+	out, err = translate.CutAnswer(c.Protocol, c.Route.Protocol, body, keep, stopUsage(c, u), opts)
 	return out, true, err
 }
 

@@ -70,11 +70,7 @@ func appendMessagesUsage(b []byte, u usage) []byte {
 	return append(b, '}')
 }
 
-func readMessages(body []byte) (*answer, error) {
-	r, err := parseAnswer(body)
-	if err != nil {
-		return nil, err
-	}
+func readMessages(r gjson.Result) (*answer, error) {
 	a := &answer{}
 	eachElement(r.Get("content"), func(c gjson.Result) bool {
 		switch c.Get("type").Str {

@@ -19,7 +19,11 @@ func CutAnswer(client, upstream protocol.ID, body []byte, keep int64, u protocol
 	if from == nil || to == nil {
 		return nil, invalid("unknown protocol")
 	}
-	a, err := to.read(body)
+	root, err := answerRoot(body, o.Checked)
+	if err != nil {
+		return nil, err
+	}
+	a, err := to.read(root)
 	if err != nil {
 		return nil, err
 	}

@@ -99,11 +99,7 @@ func geminiError(e gjson.Result) *apierr.Error {
 	return upstreamStreamError(e.Get("status").Str, e.Get("message").Str)
 }
 
-func readGemini(body []byte) (*answer, error) {
-	r, err := parseAnswer(body)
-	if err != nil {
-		return nil, err
-	}
+func readGemini(r gjson.Result) (*answer, error) {
 	if e := r.Get("error"); isObject(e) {
 		return nil, geminiError(e)
 	}

@@ -117,6 +117,15 @@ func parseAnswer(body []byte) (gjson.Result, error) {
 	return r, nil
 }
 
+// answerRoot is an upstream's whole answer parsed, validated by
+// parseAnswer unless the caller checked it already.
+func answerRoot(body []byte, checked bool) (gjson.Result, error) {
+	if checked {
+		return gjson.Parse(bstr(body)), nil
+	}
+	return parseAnswer(body)
+}
+
 // invalid builds the invalid_request error of an untranslatable request.
 func invalid(msg string, args ...any) error {
 	return apierr.Newf(apierr.InvalidRequest, msg, args...)

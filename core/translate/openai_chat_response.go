@@ -54,11 +54,7 @@ func chatFinish(s string) string {
 	return finishStop
 }
 
-func readChat(body []byte) (*answer, error) {
-	r, err := parseAnswer(body)
-	if err != nil {
-		return nil, err
-	}
+func readChat(r gjson.Result) (*answer, error) {
 	a := &answer{usage: readChatUsage(r.Get("usage"))}
 	ch := r.Get("choices.0")
 	a.finish = chatFinish(ch.Get("finish_reason").Str)

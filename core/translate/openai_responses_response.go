@@ -68,11 +68,7 @@ func responseFailure(r gjson.Result) *apierr.Error {
 	return upstreamStreamError(e.Get("code").Str, orStr(e.Get("message").Str, "the upstream failed the response"))
 }
 
-func readResponses(body []byte) (*answer, error) {
-	r, err := parseAnswer(body)
-	if err != nil {
-		return nil, err
-	}
+func readResponses(r gjson.Result) (*answer, error) {
 	if r.Get("status").Str == "failed" {
 		return nil, responseFailure(r)
 	}

@@ -33,6 +33,10 @@ type ResponseOptions struct {
 	// IncludeUsage is set when a completions client asked for
 	// stream_options.include_usage.
 	IncludeUsage bool
+	// Checked says a whole answer was found one valid JSON object
+	// already (codec.ValidObject, which the gateway applies to every
+	// whole answer before it reads it): it is not scanned again.
+	Checked bool
 }
 
 // Translator converts one (client protocol, upstream protocol) pair.
@@ -82,7 +86,7 @@ type side struct {
 	// encode writes the intermediate form as an upstream body.
 	encode func(c *conv, opts RequestOptions, sizeHint int) ([]byte, error)
 	// read parses a complete upstream answer.
-	read func(body []byte) (*answer, error)
+	read func(root gjson.Result) (*answer, error) // a whole answer, parsed by answerRoot
 	// write renders an answer for the client.
 	write func(a *answer, o ResponseOptions, sizeHint int) []byte
 	// newReader parses an upstream stream; newWriter writes a client one.
@@ -133,7 +137,11 @@ func (p *pair) Request(body []byte, opts RequestOptions) ([]byte, []string, erro
 }
 
 func (p *pair) Response(body []byte, o ResponseOptions) ([]byte, error) {
-	a, err := p.to.read(body)
+	root, err := answerRoot(body, o.Checked)
+	if err != nil {
+		return nil, err
+	}
+	a, err := p.to.read(root)
 	if err != nil {
 		return nil, err
 	}
