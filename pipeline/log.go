@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/apierr"
+	"github.com/tollgate-gw/tollgate/core/translate"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -302,7 +303,7 @@ func techView(c *Call, t *store.TechView, kv *[12]store.KV) *store.TechView {
 			t.Upstream = append(t.Upstream, store.KV{K: "model", V: r.bodyModel})
 		}
 		if r.Translator != nil {
-			t.Gateway = append(t.Gateway, store.KV{K: "translation", V: string(r.Translator.From()) + "_to_" + string(r.Translator.To())})
+			t.Gateway = append(t.Gateway, store.KV{K: "translation", V: translate.HeaderValue(r.Translator.From(), r.Translator.To())})
 		}
 		if len(r.Warnings) > 0 {
 			t.Gateway = append(t.Gateway, store.KV{K: "dropped_fields", V: strings.Join(r.Warnings, "; ")})

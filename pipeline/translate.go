@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -168,7 +169,7 @@ func (r *Route) prepare(c *Call, cand Candidate) error {
 	r.body, r.bodyModel = b.body, upstreamModel
 	h := c.W.Header()
 	if cand.Translator != nil {
-		h.Set("X-Protocol-Translation", translate.HeaderValue(c.Protocol, cand.Protocol))
+		setHeader(h, "X-Protocol-Translation", translate.HeaderValue(c.Protocol, cand.Protocol))
 	} else {
 		h.Del("X-Protocol-Translation")
 	}
@@ -178,6 +179,16 @@ func (r *Route) prepare(c *Call, cand Candidate) error {
 		h.Del("X-Protocol-Warning")
 	}
 	return nil
+}
+
+// setHeader is h.Set(key, v) for a canonical key, which leaves a header
+// that has the value already as it is (dispatch prepares the attempt
+// translate prepared).
+func setHeader(h http.Header, key, v string) {
+	if vs := h[key]; len(vs) == 1 && vs[0] == v {
+		return
+	}
+	h[key] = []string{v}
 }
 
 // buildBody builds the upstream body of one candidate.

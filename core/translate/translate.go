@@ -221,10 +221,22 @@ func Lookup(from, to protocol.ID) (Translator, bool) {
 }
 
 // HeaderValue is the X-Protocol-Translation value of a pair, for example
-// "openai_chat_to_anthropic_messages".
+// "openai_chat_to_anthropic_messages"; the known pairs' are made once.
 func HeaderValue(from, to protocol.ID) string {
+	if i, j := indexOf(from), indexOf(to); i >= 0 && j >= 0 {
+		return headerValues[i][j]
+	}
 	return string(from) + "_to_" + string(to)
 }
+
+var headerValues = func() (v [4][4]string) {
+	for i, from := range protocol.All {
+		for j, to := range protocol.All {
+			v[i][j] = string(from) + "_to_" + string(to)
+		}
+	}
+	return v
+}()
 
 // hasTurns reports whether the conversation has a user or assistant message.
 func (c *conv) hasTurns() bool {
