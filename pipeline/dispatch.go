@@ -463,6 +463,11 @@ type relay struct {
 	stopped   bool              // ended at the output limit
 	broken    bool              // ended at an event that does not parse
 	namer     *codec.ModelNamer // native streams: the gateway's model id
+
+	// What out and namer point to: the relay is one allocation.
+	outW   sse.Writer
+	outBuf [512]byte
+	namerV codec.ModelNamer
 }
 
 func (r *relay) Head(h vendor.Head) error {
@@ -540,15 +545,16 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 		c:         c,
 		red:       red,
 		track:     codec.For(c.Route.Protocol).NewStream(),
-		out:       sse.NewWriter(c.W),
 		keepUsage: c.Protocol != protocol.OpenAIChat || c.Req.IncludeUsage,
 	}
+	rl.out = rl.outW.Init(c.W, rl.outBuf[:0])
 	if c.Route.Translator != nil {
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
 		rl.chunk = rl.track.Chunk()
 		rl.emit = rl.out.Append
 	} else {
-		rl.namer = codec.NewModelNamer(c.Route.Protocol, c.ModelID)
+		rl.namerV = *codec.NewModelNamer(c.Route.Protocol, c.ModelID)
+		rl.namer = &rl.namerV
 	}
 	return rl
 }

@@ -150,7 +150,13 @@ type Writer struct {
 
 // NewWriter writes to w, flushing after each event when w is an http.Flusher.
 func NewWriter(w io.Writer) *Writer {
-	sw := &Writer{w: w, buf: make([]byte, 0, 512)}
+	return new(Writer).Init(w, make([]byte, 0, 512))
+}
+
+// Init makes sw a writer to w as NewWriter does, in storage the caller
+// owns, its buffer starting in buf's array; it returns sw.
+func (sw *Writer) Init(w io.Writer, buf []byte) *Writer {
+	*sw = Writer{w: w, buf: buf[:0]}
 	sw.f, _ = w.(http.Flusher)
 	return sw
 }
