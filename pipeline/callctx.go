@@ -69,21 +69,34 @@ func (d *callDeadline) start(parent context.Context, timeout time.Duration) cont
 		return d
 	}
 	// The timer and the watch may fire at once: end reads them under mu.
+	// Both call one func value, fire.
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var fire func()
 	if pd, ok := parent.Deadline(); ok && !pd.After(d.deadline) {
 		d.deadline = pd // the parent ends first: its end is ours
 	} else {
-		d.timer = time.AfterFunc(timeout, d.expire)
+		fire = d.fire
+		d.timer = time.AfterFunc(timeout, fire)
 	}
 	if parent.Done() != nil {
-		d.unwatch = context.AfterFunc(parent, d.parentDone)
+		if fire == nil {
+			fire = d.fire
+		}
+		d.unwatch = context.AfterFunc(parent, fire)
 	}
 	return d
 }
 
-func (d *callDeadline) expire()     { d.end(context.DeadlineExceeded) }
-func (d *callDeadline) parentDone() { d.end(d.parent.Err()) }
+// fire ends d at its deadline, or with its parent: the parent's error
+// when it has ended.
+func (d *callDeadline) fire() {
+	if err := d.parent.Err(); err != nil {
+		d.end(err)
+		return
+	}
+	d.end(context.DeadlineExceeded)
+}
 
 // cancel ends d (if it had not ended) and lets go of its timer and of
 // its watch on the parent.

@@ -21,7 +21,7 @@ func ended(t *testing.T, ctx context.Context) {
 }
 
 // The call's deadline keeps context.WithTimeout's semantics: Deadline,
-// Done, Err, Cause, Value, children and AfterFunc. expire stands for the
+// Done, Err, Cause, Value, children and AfterFunc. fire stands for the
 // timer firing.
 func TestCallDeadlineIsWithTimeout(t *testing.T) {
 	parent := context.WithValue(context.Background(), ctxKey{}, "v")
@@ -53,7 +53,7 @@ func TestCallDeadlineIsWithTimeout(t *testing.T) {
 		t.Fatal("stopping an AfterFunc before the end failed")
 	}
 
-	d.expire()
+	d.fire()
 	select {
 	case <-done:
 	default:
@@ -159,7 +159,7 @@ func TestCallDeadlineAbortsBoundWrites(t *testing.T) {
 	var d callDeadline
 	ctx := d.start(context.Background(), time.Hour)
 	w.Bound(ctx)
-	d.expire()
+	d.fire()
 	if at := <-under.set; at.After(time.Now()) {
 		t.Fatalf("the deadline ended but the write deadline %v is ahead", at)
 	}
@@ -209,7 +209,7 @@ func TestCallDeadlineRaces(t *testing.T) {
 		var d callDeadline
 		ctx := d.start(parent, time.Hour)
 		go cancel()
-		go d.expire()
+		go d.fire()
 		go func() { _ = ctx.Err(); <-ctx.Done() }()
 		child, stop := context.WithCancel(ctx)
 		ended(t, child)
