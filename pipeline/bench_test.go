@@ -217,9 +217,10 @@ func (g *benchGateway) callOn(br *benchRequest, p protocol.ID, body []byte) *Cal
 	clear(br.w.h)
 	br.idValue = append(br.idValue[:0], id)
 	br.w.h["X-Gateway-Trace"], br.w.h["X-Request-Id"] = br.idValue, br.idValue
-	return &Call{ID: id, Start: time.Now(), Kind: KindChat, Protocol: p, Billed: true, Request: br.r,
-		Pattern: br.pattern, Body: body,
-		W: NewResponseWriter(&br.w).WithWriteTimeout(config.DefaultWriteTimeout)}
+	c := &Call{ID: id, Start: time.Now(), Kind: KindChat, Protocol: p, Billed: true, Request: br.r,
+		Pattern: br.pattern, Body: body}
+	c.W = c.Writer(&br.w).WithWriteTimeout(config.DefaultWriteTimeout) // as Server.writer
+	return c
 }
 
 // copyCall is a fresh copy of base, as a stage finds the call. The

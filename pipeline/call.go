@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/protocol"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -133,6 +134,20 @@ type callOwn struct {
 	response pendingResponse
 	deadline callDeadline // dispatch's context
 	detached detached     // the ledger's context
+	request  vendor.ChatRequest
+	attempts int            // chat requests handed out
+	writer   ResponseWriter // W, when made by Writer
+}
+
+// chatRequest is storage for an attempt's vendor request: the first
+// attempt's lives here, each later one is new, so that no attempt writes
+// over a request a vendor was handed before.
+func (o *callOwn) chatRequest() *vendor.ChatRequest {
+	o.attempts++
+	if o.attempts == 1 {
+		return &o.request
+	}
+	return new(vendor.ChatRequest)
 }
 
 // Defer runs fn after the chain, in reverse order of registration, like a
@@ -226,6 +241,13 @@ type ResponseWriter struct {
 	stopAlive func()
 	deadline  *writeDeadline // nil: no write timeout; else dl
 	dl        writeDeadline
+}
+
+// Writer wraps w as NewResponseWriter does, in storage c owns: the
+// server sets c.W to it.
+func (c *Call) Writer(w http.ResponseWriter) *ResponseWriter {
+	c.own.writer = ResponseWriter{ResponseWriter: w}
+	return &c.own.writer
 }
 
 // NewResponseWriter wraps w.

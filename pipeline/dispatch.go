@@ -129,7 +129,8 @@ func (s *dispatchStage) Serve(ctx context.Context, c *Call) error {
 		if v == nil {
 			res, err = retry, apierr.Newf(apierr.UpstreamUnreachable, "the vendor plugin %q is not running", ch.Vendor)
 		} else {
-			req := &vendor.ChatRequest{
+			req := c.own.chatRequest()
+			*req = vendor.ChatRequest{
 				Channel:     ch.Name,
 				Protocol:    string(r.Protocol),
 				Model:       upstreamModel,

@@ -222,9 +222,10 @@ func (s *Server) serveJob(decls []pipeline.JobRoute, linkBase func() string) htt
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindJob, Protocol: protocol.OpenAIChat,
-			Billed: true, Request: r, W: s.writer(w), Pattern: r.Pattern,
+			Billed: true, Request: r, Pattern: r.Pattern,
 			Job: &pipeline.Job{Routes: decls},
 		}
+		c.W = s.writer(c, w)
 		if linkBase != nil {
 			c.Job.LinkBase = linkBase()
 		}

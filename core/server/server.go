@@ -210,9 +210,10 @@ func (s *Server) read(h readHandler, o readOpts) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &pipeline.Call{
 			ID: requestID(r), Start: s.now(), Kind: pipeline.KindRead, Protocol: p, Request: r, Pattern: r.Pattern,
-			W: s.writer(w), Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
+			Forms: o.forms, Quiet: o.quiet, Uncounted: o.uncounted,
 			Handler: h,
 		}
+		c.W = s.writer(c, w)
 		s.chains.Run(r.Context(), c)
 	}
 }
@@ -356,16 +357,16 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, p protocol.ID
 		Billed:     true,
 		Request:    r,
 		Pattern:    r.Pattern,
-		W:          s.writer(w),
 		ModelID:    model,
 		StreamPath: streamPath,
 	}
+	c.W = s.writer(c, w)
 	s.runWithBody(w, r, c, MaxChatBody)
 }
 
-// writer wraps w for the chain, with the write timeout.
-func (s *Server) writer(w http.ResponseWriter) *pipeline.ResponseWriter {
-	return pipeline.NewResponseWriter(w).WithWriteTimeout(s.cfg.Server.WriteTimeoutOrDefault())
+// writer wraps w for c's chain, with the write timeout, in c's storage.
+func (s *Server) writer(c *pipeline.Call, w http.ResponseWriter) *pipeline.ResponseWriter {
+	return c.Writer(w).WithWriteTimeout(s.cfg.Server.WriteTimeoutOrDefault())
 }
 
 // runWithBody runs a call whose body the chain reads once the key is
