@@ -26,7 +26,7 @@ var messagesSide = side{
 const defaultAnthropicMaxTokens = 4096
 
 func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := &conv{}
+	c := newConv()
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":

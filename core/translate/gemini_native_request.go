@@ -54,7 +54,7 @@ func getAny(r gjson.Result, camelName, snakeName string) gjson.Result {
 }
 
 func decodeGemini(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := &conv{}
+	c := newConv()
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch camel(k.Str) {
 		case "model":

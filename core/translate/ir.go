@@ -36,6 +36,18 @@ type conv struct {
 	noParallel                                         bool   // parallel tool calls turned off
 	effort                                             string // reasoning effort asked ("" = none)
 	budget                                             int64  // thinking budget in tokens, when the client gave one
+
+	// The first system text and messages' storage: a short conversation
+	// is one allocation.
+	systemArr [1]string
+	msgArr    [4]msg
+}
+
+// newConv returns an empty conversation using its own storage first.
+func newConv() *conv {
+	c := &conv{}
+	c.system, c.msgs = c.systemArr[:0], c.msgArr[:0]
+	return c
 }
 
 type role uint8

@@ -22,7 +22,7 @@ var chatSide = side{
 }
 
 func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := &conv{}
+	c := newConv()
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":

@@ -21,7 +21,7 @@ var responsesSide = side{
 }
 
 func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := &conv{}
+	c := newConv()
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
