@@ -139,17 +139,19 @@ func (r *payRig) order(id string) map[string]any {
 }
 
 // settled waits until the order is in status and every event so far got
-// its 2xx.
+// its 2xx, and returns the order read after those answers: the gateway
+// answers 2xx once an event's changes are in the store, so the order
+// holds them all (read before, it may miss what the last delivery wrote).
 func (r *payRig) settled(id, status string) map[string]any {
 	r.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		o := r.order(id)
-		done := o["status"] == status
+		delivered := true
 		for _, e := range r.sim.Events() {
-			done = done && e.Delivered
+			delivered = delivered && e.Delivered
 		}
-		if done {
+		o := r.order(id)
+		if delivered && o["status"] == status {
 			return o
 		}
 		if time.Now().After(deadline) {
