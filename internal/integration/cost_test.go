@@ -3,11 +3,13 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -177,11 +179,22 @@ func (s state) billed(estimate int64) (usage, bool) {
 type exchange struct {
 	path, query string
 	req         []byte
+	key         string // the API key of a call that got no answer
 	status      int
 	translated  bool
 
 	mu   sync.Mutex
 	resp bytes.Buffer
+
+	replayOnce sync.Once
+	replay     []state
+}
+
+// replayed is the sim engine's answer to a call that got none, worked
+// out once.
+func (e *exchange) replayed() []state {
+	e.replayOnce.Do(func() { e.replay = replaySim(e) })
+	return e.replay
 }
 
 func (e *exchange) Write(p []byte) {
@@ -503,17 +516,21 @@ func inputEstimate(p protocol.ID, body []byte) int64 {
 	return (n + 3) / 4
 }
 
-// ledgerBook holds every answer the tests' calls got, by trace id, and an
-// index of every report the in-test upstreams wrote: the final usages by
-// their tokens, the states of streams cut before it by (cached, output).
+// ledgerBook holds every answer the tests' calls got, by trace id, the
+// chat calls that got none, and an index of every report the in-test
+// upstreams wrote: the final usages by their tokens, the states of
+// streams cut before it by (cached, output).
 var ledgerBook = struct {
-	mu       sync.Mutex
-	clients  map[string]*exchange
-	final    map[[3]int64][]usage
-	partial  map[[2]int64][]state
-	credited map[string]money.Total // by account, what the admin API credited
-}{clients: map[string]*exchange{}, final: map[[3]int64][]usage{}, partial: map[[2]int64][]state{},
-	credited: map[string]money.Total{}}
+	mu         sync.Mutex
+	clients    map[string]*exchange
+	unanswered []*exchange
+	claimed    map[string]*exchange // by row request id (claimUnanswered)
+	claimedBy  map[*exchange]string
+	final      map[[3]int64][]usage
+	partial    map[[2]int64][]state
+	credited   map[string]money.Total // by account, what the admin API credited
+}{clients: map[string]*exchange{}, claimed: map[string]*exchange{}, claimedBy: map[*exchange]string{},
+	final: map[[3]int64][]usage{}, partial: map[[2]int64][]state{}, credited: map[string]money.Total{}}
 
 func indexUpstream(e *exchange) {
 	sts := e.states()
@@ -557,7 +574,16 @@ func (r recording) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	}
 	resp, err := r.base.RoundTrip(req)
-	if err != nil || req.Method != http.MethodPost {
+	if req.Method != http.MethodPost {
+		return resp, err
+	}
+	if err != nil {
+		// A call refused at connect never reached the gateway.
+		if protocolOf(req.URL.Path) != "" && !errors.Is(err, syscall.ECONNREFUSED) {
+			ledgerBook.mu.Lock()
+			ledgerBook.unanswered = append(ledgerBook.unanswered, &exchange{path: req.URL.Path, query: req.URL.RawQuery, req: body, key: keyOf(req)})
+			ledgerBook.mu.Unlock()
+		}
 		return resp, err
 	}
 	if strings.HasPrefix(req.URL.Path, "/admin/v1/accounts") {
@@ -577,6 +603,19 @@ func (r recording) RoundTrip(req *http.Request) (*http.Response, error) {
 	ledgerBook.mu.Unlock()
 	resp.Body = teeBody{resp.Body, e}
 	return resp, nil
+}
+
+// keyOf is the API key a chat call carries.
+func keyOf(req *http.Request) string {
+	if k, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok {
+		return k
+	}
+	for _, h := range []string{"x-api-key", "x-goog-api-key"} {
+		if k := req.Header.Get(h); k != "" {
+			return k
+		}
+	}
+	return req.URL.Query().Get("key")
 }
 
 // recordCredit notes what an admin call credited: an account's opening
@@ -735,24 +774,7 @@ func costAt(t *testing.T, row map[string]any, p price) money.Nano {
 		estimate = inputEstimate(protocolOf(client.path), client.req)
 		limit = outputLimit(protocolOf(client.path), client.req)
 	}
-	// Output past the limit the client set is never billed (PRODUCT.md
-	// §7): an upstream that ran past it is billed at it.
-	clamp := func(u usage) usage {
-		if limit > 0 && u.out > limit {
-			u.out = limit
-		}
-		return u
-	}
-	first := func(sts []state) (usage, bool) {
-		for _, s := range sts {
-			if u, ok := s.billed(estimate); ok {
-				if u = clamp(u); u.in == got.in && u.cached == got.cached && u.out == got.out {
-					return u, true
-				}
-			}
-		}
-		return usage{}, false
-	}
+	first := func(sts []state) (usage, bool) { return billedAs(sts, estimate, limit, got) }
 	native := client != nil && !client.translated
 	if native {
 		if u, ok := first(client.states()); ok {
@@ -797,9 +819,79 @@ func costAt(t *testing.T, row map[string]any, p price) money.Nano {
 			}
 		}
 	}
+	// A non-streaming answer is held back until its row is committed: a
+	// gateway killed in between leaves a billed row whose client got no
+	// answer at all, so no trace id to find its record by. It must be the
+	// answer of one call that got none, each such call making one row.
+	if client == nil {
+		if u, ok := claimUnanswered(rid, str(row["key_prefix"]), got); ok {
+			return p.cost(t, u)
+		}
+	}
 	t.Fatalf("row %s (%s): input %d, cached %d, output %d match no usage an upstream reported (client record %v, estimate %d)",
 		rid, model, got.in, got.cached, got.out, client != nil, estimate)
 	return 0
+}
+
+// billedAs is the usage billed for a call that ended at one of sts (the
+// first that fits) when it is got; estimate is the call's pre-charge
+// input estimate (-1: unknown), limit the output limit it set (0: none).
+func billedAs(sts []state, estimate, limit int64, got usage) (usage, bool) {
+	for _, s := range sts {
+		u, ok := s.billed(estimate)
+		if !ok {
+			continue
+		}
+		// Output past the limit the client set is never billed (PRODUCT.md
+		// §7): an upstream that ran past it is billed at it.
+		if limit > 0 && u.out > limit {
+			u.out = limit
+		}
+		if u.in == got.in && u.cached == got.cached && u.out == got.out {
+			return u, true
+		}
+	}
+	return usage{}, false
+}
+
+// claimUnanswered finds, for the row rid that no client record explains,
+// a chat call that got no answer, made with a key of the row's prefix,
+// whose answer by the sim engine is billed got, and takes it for rid: a
+// call claimed by one row explains no other.
+func claimUnanswered(rid, keyPrefix string, got usage) (usage, bool) {
+	if keyPrefix == "" {
+		return usage{}, false
+	}
+	ledgerBook.mu.Lock()
+	var pool []*exchange
+	if e, ok := ledgerBook.claimed[rid]; ok {
+		pool = []*exchange{e} // a row audited again (two gateways on one store)
+	} else {
+		for _, e := range ledgerBook.unanswered {
+			if strings.HasPrefix(e.key, keyPrefix) {
+				pool = append(pool, e)
+			}
+		}
+	}
+	ledgerBook.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range pool {
+		wg.Go(func() { e.replayed() }) // the sim's delays run side by side
+	}
+	wg.Wait()
+	ledgerBook.mu.Lock()
+	defer ledgerBook.mu.Unlock()
+	for _, e := range pool {
+		if owner, ok := ledgerBook.claimedBy[e]; ok && owner != rid {
+			continue
+		}
+		p := protocolOf(e.path)
+		if u, ok := billedAs(e.replayed(), inputEstimate(p, e.req), outputLimit(p, e.req), got); ok {
+			ledgerBook.claimed[rid], ledgerBook.claimedBy[e] = e, rid
+			return u, true
+		}
+	}
+	return usage{}, false
 }
 
 // unitCost is what a row billed per unit (a media call) costs: its

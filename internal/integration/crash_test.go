@@ -21,7 +21,9 @@ import (
 // on the same data dir, several times at different points: after each
 // restart the money adds up to the last nano (balance + charged =
 // credited), no hold is left open, and every call that got an answer has
-// exactly one row (a finished call its own, a cut one the recovery's).
+// exactly one row (a finished call its own, a cut one the recovery's). A
+// call that got none may have a row too, billed: a non-streaming answer
+// is held back until its row is committed, and the kill can fall between.
 func TestSIGKILLWithCallsInFlight(t *testing.T) {
 	began := time.Now()
 	dir := t.TempDir()
