@@ -52,6 +52,8 @@ var (
 	benchChatBody     = []byte(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say eight words."}]}`)
 	benchMessagesBody = []byte(`{"model":"m","max_tokens":256,"system":"Be brief.","messages":[{"role":"user","content":"Say eight words."}]}`)
 	benchStreamBody   = []byte(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say twenty words."}]}`)
+	// benchMessagesStreamBody is stream-20's request as an Anthropic client sends it.
+	benchMessagesStreamBody = []byte(`{"model":"m","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Say twenty words."}]}`)
 )
 
 // benchEvents is a 20-chunk completions stream with its finish and usage
@@ -277,7 +279,8 @@ func BenchmarkStage(b *testing.B) {
 }
 
 // BenchmarkChain is the whole chain per call: non-streaming, a 20-chunk
-// stream, and a messages-style call translated to completions.
+// stream, and a messages-style call translated to completions, whole and
+// streamed (stream-20's upstream answer).
 func BenchmarkChain(b *testing.B) {
 	g := newBenchGateway(b)
 	for _, tc := range []struct {
@@ -289,6 +292,7 @@ func BenchmarkChain(b *testing.B) {
 		{"completions", protocol.OpenAIChat, "/v1/chat/completions", benchChatBody},
 		{"stream-20", protocol.OpenAIChat, "/v1/chat/completions", benchStreamBody},
 		{"messages-translated", protocol.AnthropicMessages, "/v1/messages", benchMessagesBody},
+		{"messages-stream-translated", protocol.AnthropicMessages, "/v1/messages", benchMessagesStreamBody},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			br := g.request(tc.path, tc.body)

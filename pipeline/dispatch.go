@@ -586,7 +586,12 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 	// the plugin's call while it reads the upstream's end).
 	complete := rl.track.Complete()
 	if complete && rl.tr != nil {
-		if werr := rl.tr.End(rl.out.Write); werr != nil {
+		// The translator's last events (the close of a block, the final
+		// usage, the terminator) go out in one flush, as the native
+		// stream's last batch does.
+		werr := rl.tr.End(rl.emit)
+		rl.out.Flush()
+		if werr != nil {
 			err, complete = werr, false
 		}
 	}

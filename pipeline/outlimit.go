@@ -77,7 +77,7 @@ func (r *relay) stop() error {
 	u := stopUsage(c, r.track.Usage())
 	var err error
 	if r.tr != nil {
-		err = r.tr.Stop(u, r.out.Append)
+		err = r.tr.Stop(u, r.emit)
 	} else {
 		err = r.track.Stop(codec.StopOptions{Model: c.ModelID, RequestID: c.ID, Created: c.Start, Usage: u,
 			IncludeUsage: c.Req.IncludeUsage}, r.out.Append)
