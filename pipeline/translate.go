@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -169,7 +168,7 @@ func (r *Route) prepare(c *Call, cand Candidate) error {
 	r.body, r.bodyModel = b.body, upstreamModel
 	h := c.W.Header()
 	if cand.Translator != nil {
-		setHeader(h, "X-Protocol-Translation", translate.HeaderValue(c.Protocol, cand.Protocol))
+		h["X-Protocol-Translation"] = translate.HeaderValues(c.Protocol, cand.Protocol)
 	} else {
 		h.Del("X-Protocol-Translation")
 	}
@@ -179,16 +178,6 @@ func (r *Route) prepare(c *Call, cand Candidate) error {
 		h.Del("X-Protocol-Warning")
 	}
 	return nil
-}
-
-// setHeader is h.Set(key, v) for a canonical key, which leaves a header
-// that has the value already as it is (dispatch prepares the attempt
-// translate prepared).
-func setHeader(h http.Header, key, v string) {
-	if vs := h[key]; len(vs) == 1 && vs[0] == v {
-		return
-	}
-	h[key] = []string{v}
 }
 
 // buildBody builds the upstream body of one candidate.

@@ -229,10 +229,29 @@ func HeaderValue(from, to protocol.ID) string {
 	return string(from) + "_to_" + string(to)
 }
 
+// HeaderValues is HeaderValue as a header's value slice, shared by
+// every response of the pair: read-only, and of capacity 1, so an Add
+// copies instead of writing into it.
+func HeaderValues(from, to protocol.ID) []string {
+	if i, j := indexOf(from), indexOf(to); i >= 0 && j >= 0 {
+		return headerSlices[i][j]
+	}
+	return []string{HeaderValue(from, to)}
+}
+
 var headerValues = func() (v [4][4]string) {
 	for i, from := range protocol.All {
 		for j, to := range protocol.All {
 			v[i][j] = string(from) + "_to_" + string(to)
+		}
+	}
+	return v
+}()
+
+var headerSlices = func() (v [4][4][]string) {
+	for i := range headerValues {
+		for j := range headerValues[i] {
+			v[i][j] = []string{headerValues[i][j]}[:1:1]
 		}
 	}
 	return v
