@@ -17,7 +17,7 @@ var messagesSide = side{
 	encode:    encodeMessages,
 	read:      readMessages,
 	write:     writeMessages,
-	newReader: func() reader { return &messagesReader{} },
+	newReader: func(rs *readers) reader { return &rs.messages },
 	newWriter: newMessagesWriter,
 }
 

@@ -210,10 +210,13 @@ type messagesWriter struct {
 	failed   bool
 	reason   string
 	u        usage
+	bufArr   [512]byte // buf's first storage: the writer is one allocation
 }
 
 func newMessagesWriter(o ResponseOptions) sink {
-	return &messagesWriter{o: o, buf: make([]byte, 0, 512)}
+	s := &messagesWriter{o: o}
+	s.buf = s.bufArr[:0]
+	return s
 }
 
 func (s *messagesWriter) setEmit(emit func(protocol.Event) error) { s.emit = emit }

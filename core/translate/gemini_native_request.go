@@ -18,7 +18,7 @@ var geminiSide = side{
 	encode:    encodeGemini,
 	read:      readGemini,
 	write:     writeGemini,
-	newReader: func() reader { return &geminiReader{} },
+	newReader: func(rs *readers) reader { return &rs.gemini },
 	newWriter: newGeminiWriter,
 }
 

@@ -231,10 +231,13 @@ type geminiWriter struct {
 	stopped bool
 	failed  bool
 	u       usage
+	bufArr  [512]byte // buf's first storage: the writer is one allocation
 }
 
 func newGeminiWriter(o ResponseOptions) sink {
-	return &geminiWriter{o: o, buf: make([]byte, 0, 512), parts: make([]byte, 0, 256)}
+	s := &geminiWriter{o: o, parts: make([]byte, 0, 256)}
+	s.buf = s.bufArr[:0]
+	return s
 }
 
 func (s *geminiWriter) setEmit(emit func(protocol.Event) error) { s.emit = emit }

@@ -17,7 +17,7 @@ var chatSide = side{
 	encode:    encodeChat,
 	read:      readChat,
 	write:     writeChat,
-	newReader: func() reader { return &chatReader{} },
+	newReader: func(rs *readers) reader { return &rs.chat },
 	newWriter: newChatWriter,
 }
 

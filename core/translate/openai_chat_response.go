@@ -238,6 +238,7 @@ type chatWriter struct {
 	finished     bool
 	failed       bool
 	u            usage
+	bufArr       [512]byte // buf's first storage
 }
 
 func newChatWriter(o ResponseOptions) sink {
@@ -248,7 +249,9 @@ func newChatWriter(o ResponseOptions) sink {
 	h = strconv.AppendInt(h, o.Created.Unix(), 10)
 	h = keyStr(h, "model", o.Model)
 	h = append(h, ',')
-	return &chatWriter{head: h, includeUsage: o.IncludeUsage, buf: make([]byte, 0, 512)}
+	s := &chatWriter{head: h, includeUsage: o.IncludeUsage}
+	s.buf = s.bufArr[:0]
+	return s
 }
 
 func (c *chatWriter) setEmit(emit func(protocol.Event) error) { c.emit = emit }

@@ -16,7 +16,7 @@ var responsesSide = side{
 	encode:    encodeResponses,
 	read:      readResponses,
 	write:     writeResponses,
-	newReader: func() reader { return &responsesReader{} },
+	newReader: func(rs *readers) reader { return &rs.responses },
 	newWriter: newResponsesWriter,
 }
 

@@ -283,10 +283,13 @@ type responsesWriter struct {
 	stopped bool
 	failed  bool
 	u       usage
+	bufArr  [1024]byte // buf's first storage: the writer is one allocation
 }
 
 func newResponsesWriter(o ResponseOptions) sink {
-	return &responsesWriter{o: o, buf: make([]byte, 0, 1024)}
+	s := &responsesWriter{o: o}
+	s.buf = s.bufArr[:0]
+	return s
 }
 
 func (s *responsesWriter) setEmit(emit func(protocol.Event) error) { s.emit = emit }

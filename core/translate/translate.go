@@ -90,8 +90,18 @@ type side struct {
 	// write renders an answer for the client.
 	write func(a *answer, o ResponseOptions, sizeHint int) []byte
 	// newReader parses an upstream stream; newWriter writes a client one.
-	newReader func() reader
+	newReader func(rs *readers) reader
 	newWriter func(o ResponseOptions) sink
+}
+
+// readers is the storage of a stream's upstream reader, one field per
+// protocol: it lives in the pairStream, so the reader is no allocation of
+// its own.
+type readers struct {
+	chat      chatReader
+	messages  messagesReader
+	responses responsesReader
+	gemini    geminiReader
 }
 
 func sideOf(p protocol.ID) *side {
@@ -149,7 +159,9 @@ func (p *pair) Response(body []byte, o ResponseOptions) ([]byte, error) {
 }
 
 func (p *pair) NewStream(o ResponseOptions) Stream {
-	return &pairStream{up: p.to.id, r: p.to.newReader(), w: p.from.newWriter(o)}
+	s := &pairStream{up: p.to.id, w: p.from.newWriter(o)}
+	s.r = p.to.newReader(&s.rs)
+	return s
 }
 
 // pairStream feeds an upstream reader into a client writer, event by event.
@@ -159,6 +171,7 @@ type pairStream struct {
 	chunk *codec.Chunk // scan's
 	r     reader
 	w     sink
+	rs    readers // r's storage
 }
 
 func (s *pairStream) Event(ev protocol.Event, emit func(protocol.Event) error) error {
