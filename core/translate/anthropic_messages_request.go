@@ -25,8 +25,8 @@ var messagesSide = side{
 // pipeline gave max tokens, which the messages protocol requires.
 const defaultAnthropicMaxTokens = 4096
 
-func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := newConv()
+func decodeMessages(root gjson.Result, t target, c *conv) error {
+	w := &c.warn
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
@@ -118,9 +118,9 @@ func decodeMessages(root gjson.Result, t target, w *warnings) (*conv, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 func messagesToolsIn(v gjson.Result, c *conv, w *warnings) error {
@@ -183,7 +183,7 @@ func messagesIn(v gjson.Result, c *conv, t target, w *warnings) error {
 		}
 		if content.Type == gjson.String {
 			if s := inner(content); s != "" {
-				mm.parts = append(mm.parts, part{text: s})
+				mm.parts = c.addPart(mm.parts, part{text: s})
 			}
 		}
 		eachElement(content, func(b gjson.Result) bool {
@@ -194,7 +194,7 @@ func messagesIn(v gjson.Result, c *conv, t target, w *warnings) error {
 			switch {
 			case typ == "text":
 				if s := inner(b.Get("text")); s != "" {
-					mm.parts = append(mm.parts, part{text: s})
+					mm.parts = c.addPart(mm.parts, part{text: s})
 				}
 			case typ == "tool_use" && mm.role == roleAssistant:
 				in := b.Get("input")

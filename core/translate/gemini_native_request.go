@@ -53,8 +53,8 @@ func getAny(r gjson.Result, camelName, snakeName string) gjson.Result {
 	return r.Get(snakeName)
 }
 
-func decodeGemini(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := newConv()
+func decodeGemini(root gjson.Result, t target, c *conv) error {
+	w := &c.warn
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch camel(k.Str) {
 		case "model":
@@ -121,9 +121,9 @@ func decodeGemini(root gjson.Result, t target, w *warnings) (*conv, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 func geminiGenerationIn(v gjson.Result, name string, c *conv, t target, w *warnings) {
@@ -269,7 +269,7 @@ func geminiContentsIn(v gjson.Result, c *conv, t target, w *warnings) error {
 			switch kind {
 			case "text":
 				if s := inner(p.Get("text")); s != "" {
-					m.parts = append(m.parts, part{text: s})
+					m.parts = c.addPart(m.parts, part{text: s})
 				}
 			case "inlineData", "fileData":
 				if m.role == roleAssistant {

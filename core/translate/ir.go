@@ -33,14 +33,29 @@ type conv struct {
 	format                                             respFormat
 	tools                                              []tool
 	choice                                             toolChoice
-	noParallel                                         bool   // parallel tool calls turned off
-	effort                                             string // reasoning effort asked ("" = none)
-	budget                                             int64  // thinking budget in tokens, when the client gave one
+	noParallel                                         bool     // parallel tool calls turned off
+	effort                                             string   // reasoning effort asked ("" = none)
+	budget                                             int64    // thinking budget in tokens, when the client gave one
+	warn                                               warnings // what the decoding dropped or changed
 
-	// The first system text and messages' storage: a short conversation
-	// is one allocation.
+	// The first system text, messages and parts' storage: a short
+	// conversation is one allocation.
 	systemArr [1]string
 	msgArr    [4]msg
+	partArr   [2]part
+	parts     int // partArr's slots handed out
+}
+
+// addPart appends p to a message's parts, a message's first part taking a
+// slot of the conversation's storage while one is free (of capacity 1: a
+// second part moves the message's parts out).
+func (c *conv) addPart(parts []part, p part) []part {
+	if parts == nil && c.parts < len(c.partArr) {
+		c.partArr[c.parts] = p
+		c.parts++
+		return c.partArr[c.parts-1 : c.parts : c.parts]
+	}
+	return append(parts, p)
 }
 
 // newConv returns an empty conversation using its own storage first.

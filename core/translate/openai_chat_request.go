@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -21,8 +22,8 @@ var chatSide = side{
 	newWriter: newChatWriter,
 }
 
-func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := newConv()
+func decodeChat(root gjson.Result, t target, c *conv) error {
+	w := &c.warn
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
@@ -107,9 +108,9 @@ func decodeChat(root gjson.Result, t target, w *warnings) (*conv, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // appendStops appends a stop value (string or array) as raw JSON strings.
@@ -220,7 +221,7 @@ func chatMessagesIn(v gjson.Result, c *conv, t target, w *warnings) error {
 			}
 		case "assistant":
 			mm := msg{role: roleAssistant, plain: content.Type == gjson.String}
-			err = eachTextPart(content, func(raw string) { mm.parts = append(mm.parts, part{text: raw}) })
+			err = eachTextPart(content, func(raw string) { mm.parts = c.addPart(mm.parts, part{text: raw}) })
 			eachElement(m.Get("tool_calls"), func(tc gjson.Result) bool {
 				fn := tc.Get("function")
 				args, ok := jsonObjectString(fn.Get("arguments").Str)
@@ -496,20 +497,24 @@ func chatMessageOut(b []byte, m *msg) []byte {
 		}
 		return append(b, '}')
 	}
-	var user []part
-	for _, p := range m.parts {
-		if p.kind != kindResult {
-			user = append(user, p)
-			continue
-		}
-		b = append(sep(b), `{"role":"tool","tool_call_id":"`...)
-		b = append(b, p.id...)
-		b = append(b, `","content":"`...)
-		b = appendTexts(b, p.content, `\n`)
-		b = append(b, `"}`...)
-		for _, cp := range p.content {
-			if cp.kind == kindMedia {
-				user = append(user, cp)
+	// A message without tool results is all user content, as it is.
+	user := m.parts
+	if slices.ContainsFunc(m.parts, func(p part) bool { return p.kind == kindResult }) {
+		user = nil
+		for _, p := range m.parts {
+			if p.kind != kindResult {
+				user = append(user, p)
+				continue
+			}
+			b = append(sep(b), `{"role":"tool","tool_call_id":"`...)
+			b = append(b, p.id...)
+			b = append(b, `","content":"`...)
+			b = appendTexts(b, p.content, `\n`)
+			b = append(b, `"}`...)
+			for _, cp := range p.content {
+				if cp.kind == kindMedia {
+					user = append(user, cp)
+				}
 			}
 		}
 	}

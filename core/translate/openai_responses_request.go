@@ -20,8 +20,8 @@ var responsesSide = side{
 	newWriter: newResponsesWriter,
 }
 
-func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
-	c := newConv()
+func decodeResponses(root gjson.Result, t target, c *conv) error {
+	w := &c.warn
 	err := eachField(root, func(k, v gjson.Result) error {
 		switch k.Str {
 		case "model":
@@ -131,9 +131,9 @@ func decodeResponses(root gjson.Result, t target, w *warnings) (*conv, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // responsesInputIn reads input items. An assistant message and the
@@ -202,11 +202,11 @@ func responsesInputIn(v gjson.Result, c *conv, t target, w *warnings) error {
 			case "system", "developer":
 				m := msg{role: roleSystem}
 				if s := inner(content); s != "" {
-					m.parts = append(m.parts, part{text: s})
+					m.parts = c.addPart(m.parts, part{text: s})
 				}
 				eachElement(content, func(p gjson.Result) bool {
 					if s := inner(p.Get("text")); s != "" {
-						m.parts = append(m.parts, part{text: s})
+						m.parts = c.addPart(m.parts, part{text: s})
 					}
 					return true
 				})
@@ -216,7 +216,7 @@ func responsesInputIn(v gjson.Result, c *conv, t target, w *warnings) error {
 			case "user":
 				m := msg{role: roleUser, plain: content.Type == gjson.String}
 				if s := inner(content); s != "" {
-					m.parts = append(m.parts, part{text: s})
+					m.parts = c.addPart(m.parts, part{text: s})
 				}
 				eachElement(content, func(p gjson.Result) bool {
 					var pt part

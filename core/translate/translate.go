@@ -82,7 +82,7 @@ type side struct {
 	id protocol.ID
 	// decode reads a client body into the intermediate form, warning about
 	// and refusing what target t cannot carry.
-	decode func(root gjson.Result, t target, w *warnings) (*conv, error)
+	decode func(root gjson.Result, t target, c *conv) error
 	// encode writes the intermediate form as an upstream body.
 	encode func(c *conv, opts RequestOptions, sizeHint int) ([]byte, error)
 	// read parses a complete upstream answer.
@@ -131,9 +131,8 @@ func (p *pair) Request(body []byte, opts RequestOptions) ([]byte, []string, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	var w warnings
-	c, err := p.from.decode(root, target{p: p.to.id, reasoning: opts.Reasoning}, &w)
-	if err != nil {
+	c := newConv()
+	if err := p.from.decode(root, target{p: p.to.id, reasoning: opts.Reasoning}, c); err != nil {
 		return nil, nil, err
 	}
 	if !c.hasTurns() {
@@ -143,7 +142,7 @@ func (p *pair) Request(body []byte, opts RequestOptions) ([]byte, []string, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	return out, w, nil
+	return out, c.warn, nil
 }
 
 func (p *pair) Response(body []byte, o ResponseOptions) ([]byte, error) {
