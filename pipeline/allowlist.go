@@ -46,7 +46,7 @@ func (s *allowlistStage) Serve(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	c.Req = req
+	c.Req, c.own.inspected = req, c.Body
 	if req.PreviousResponseID {
 		return apierr.New(apierr.InvalidRequest, "previous_response_id is not supported: conversation state is not stored, so send the full history in input on every turn")
 	}

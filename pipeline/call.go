@@ -137,6 +137,9 @@ type callOwn struct {
 	request  vendor.ChatRequest
 	attempts int            // chat requests handed out
 	writer   ResponseWriter // W, when made by Writer
+	// inspected is the Body the codec's Inspect found one valid JSON
+	// object: the translator does not scan it again.
+	inspected []byte
 }
 
 // chatRequest is storage for an attempt's vendor request: the first

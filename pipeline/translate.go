@@ -198,6 +198,7 @@ func buildBody(c *Call, cand Candidate, upstreamModel string) ([]byte, []string,
 	}
 	out, warnings, err := cand.Translator.Request(c.Body, translate.RequestOptions{
 		Model: upstreamModel, MaxTokens: c.WireMax, Stream: c.Stream, Reasoning: c.Model.Caps.Reasoning,
+		Checked: sameBytes(c.own.inspected, c.Body),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/tollgate-gw/tollgate/core/codec"
@@ -74,5 +75,34 @@ func TestReadStillRefusesANonObject(t *testing.T) {
 				t.Errorf("%s: Event(%q) accepted", p.name, data)
 			}
 		}
+	}
+}
+
+// TestCheckedRequestIsTheSameTranslation: a body the codec already found
+// valid (Checked) is translated to the same bytes and warnings as one
+// scanned again, for every pair.
+func TestCheckedRequestIsTheSameTranslation(t *testing.T) {
+	t.Parallel()
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			tr := mustLookup(t, p.from, p.to)
+			body := []byte(sides[p.from].body)
+			if _, err := codec.For(p.from).Inspect(body); err != nil {
+				t.Fatalf("the codec refuses the body: %v", err)
+			}
+			opts := RequestOptions{Model: "up", MaxTokens: 100, Stream: true}
+			want, wantW, err := tr.Request(body, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Checked = true
+			got, gotW, err := tr.Request(body, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) || !slices.Equal(gotW, wantW) {
+				t.Errorf("checked: %s %v\nscanned: %s %v", got, gotW, want, wantW)
+			}
+		})
 	}
 }

@@ -103,6 +103,15 @@ func parseBody(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
+// requestRoot is parseBody's result for a body that, when checked, was
+// found one valid JSON object already.
+func requestRoot(body []byte, checked bool) (gjson.Result, error) {
+	if checked {
+		return gjson.Parse(bstr(body)), nil
+	}
+	return parseBody(body)
+}
+
 // parseAnswer validates an upstream's whole answer and returns it
 // parsed. The result views body without a copy: what outlives the call
 // (an error's message) is cloned where it is kept.

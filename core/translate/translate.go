@@ -23,6 +23,10 @@ type RequestOptions struct {
 	// thinking fields are mapped where a mapping exists. Otherwise they are
 	// dropped and warned, as for a native call.
 	Reasoning bool
+	// Checked says the body was found one valid JSON object already (the
+	// codec's Inspect, which the gateway applies to every chat request
+	// before it translates one): it is not scanned again.
+	Checked bool
 }
 
 // ResponseOptions says how to build the client's response.
@@ -127,7 +131,7 @@ func (p *pair) From() protocol.ID { return p.from.id }
 func (p *pair) To() protocol.ID   { return p.to.id }
 
 func (p *pair) Request(body []byte, opts RequestOptions) ([]byte, []string, error) {
-	root, err := parseBody(body)
+	root, err := requestRoot(body, opts.Checked)
 	if err != nil {
 		return nil, nil, err
 	}
