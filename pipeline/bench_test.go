@@ -88,15 +88,32 @@ func (v fastVendor) ChatStream(_ context.Context, _ *vendor.ChatRequest, sink ve
 	return vendor.SendEvents(sink, v.events)
 }
 
-// discardWriter is a ResponseWriter that keeps nothing. It takes write
+// discardWriter is a ResponseWriter that keeps nothing but counts what
+// a client would cost the server: the bytes, the writes into net/http's
+// buffer and the flushes (each a write to the socket). It takes write
 // deadlines as net/http's does (http.ResponseController reaches it).
-type discardWriter struct{ h http.Header }
+type discardWriter struct {
+	h                      http.Header
+	bytes, writes, flushes int
+}
 
 func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
 func (w *discardWriter) Header() http.Header              { return w.h }
-func (w *discardWriter) Write(b []byte) (int, error)      { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)                  {}
-func (w *discardWriter) Flush()                           {}
+func (w *discardWriter) Write(b []byte) (int, error) {
+	w.bytes += len(b)
+	w.writes++
+	return len(b), nil
+}
+func (w *discardWriter) WriteHeader(int) {}
+func (w *discardWriter) Flush()          { w.flushes++ }
+
+// report adds w's counts per call to b's results.
+func (w *discardWriter) report(b *testing.B) {
+	n := float64(b.N)
+	b.ReportMetric(float64(w.bytes)/n, "out-B/op")
+	b.ReportMetric(float64(w.writes)/n, "writes/op")
+	b.ReportMetric(float64(w.flushes)/n, "flushes/op")
+}
 
 type benchGateway struct {
 	chain  *Chains
@@ -305,6 +322,7 @@ func BenchmarkChain(b *testing.B) {
 					b.Fatalf("call failed: %v", c.Err)
 				}
 			}
+			br.w.report(b)
 		})
 	}
 }

@@ -42,7 +42,7 @@ type conv struct {
 	// conversation is one allocation.
 	systemArr [1]string
 	msgArr    [4]msg
-	partArr   [2]part
+	partArr   [1]part
 	parts     int // partArr's slots handed out
 }
 
