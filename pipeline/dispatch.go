@@ -486,7 +486,7 @@ func (r *relay) Head(h vendor.Head) error {
 
 func (r *relay) Event(ev vendor.Event) error {
 	err := r.add(ev)
-	r.out.Flush()
+	r.flush()
 	return err
 }
 
@@ -498,8 +498,19 @@ func (r *relay) Events(evs []vendor.Event) error {
 			break
 		}
 	}
-	r.out.Flush()
+	r.flush()
 	return err
+}
+
+// flush sends what add wrote. Once a translated stream is complete, the
+// translator's End follows as soon as the upstream call returns: the
+// last batch goes out with End's events in one flush, as a native
+// stream's last batch ends with its terminator.
+func (r *relay) flush() {
+	if r.tr != nil && r.track.Complete() && !r.stopped {
+		return
+	}
+	r.out.Flush()
 }
 
 // add tracks one upstream event and writes what the client gets of it,
@@ -587,8 +598,7 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 	complete := rl.track.Complete()
 	if complete && rl.tr != nil {
 		// The translator's last events (the close of a block, the final
-		// usage, the terminator) go out in one flush, as the native
-		// stream's last batch does.
+		// usage, the terminator) go out with the last batch (relay.flush).
 		werr := rl.tr.End(rl.emit)
 		rl.out.Flush()
 		if werr != nil {
