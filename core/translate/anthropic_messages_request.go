@@ -18,7 +18,7 @@ var messagesSide = side{
 	read:      readMessages,
 	write:     writeMessages,
 	newReader: func(rs *readers) reader { return &rs.messages },
-	newWriter: newMessagesWriter,
+	newStream: streamFor[messagesWriter],
 }
 
 // defaultAnthropicMaxTokens is sent when neither the client nor the

@@ -210,13 +210,11 @@ type messagesWriter struct {
 	failed   bool
 	reason   string
 	u        usage
-	bufArr   [512]byte // buf's first storage: the writer is one allocation
+	bufArr   [512]byte // buf's first storage
 }
 
-func newMessagesWriter(o ResponseOptions) sink {
-	s := &messagesWriter{o: o}
-	s.buf = s.bufArr[:0]
-	return s
+func (s *messagesWriter) init(o ResponseOptions) {
+	s.o, s.buf = o, s.bufArr[:0]
 }
 
 func (s *messagesWriter) setEmit(emit func(protocol.Event) error) { s.emit = emit }

@@ -19,7 +19,7 @@ var geminiSide = side{
 	read:      readGemini,
 	write:     writeGemini,
 	newReader: func(rs *readers) reader { return &rs.gemini },
-	newWriter: newGeminiWriter,
+	newStream: streamFor[geminiWriter],
 }
 
 // camel normalises a snake_case field name.

@@ -231,13 +231,11 @@ type geminiWriter struct {
 	stopped bool
 	failed  bool
 	u       usage
-	bufArr  [512]byte // buf's first storage: the writer is one allocation
+	bufArr  [512]byte // buf's first storage
 }
 
-func newGeminiWriter(o ResponseOptions) sink {
-	s := &geminiWriter{o: o, parts: make([]byte, 0, 256)}
-	s.buf = s.bufArr[:0]
-	return s
+func (s *geminiWriter) init(o ResponseOptions) {
+	s.o, s.buf, s.parts = o, s.bufArr[:0], make([]byte, 0, 256)
 }
 
 func (s *geminiWriter) setEmit(emit func(protocol.Event) error) { s.emit = emit }

@@ -19,7 +19,7 @@ var chatSide = side{
 	read:      readChat,
 	write:     writeChat,
 	newReader: func(rs *readers) reader { return &rs.chat },
-	newWriter: newChatWriter,
+	newStream: streamFor[chatWriter],
 }
 
 func decodeChat(root gjson.Result, t target, c *conv) error {

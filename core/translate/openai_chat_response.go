@@ -241,7 +241,7 @@ type chatWriter struct {
 	bufArr       [512]byte // buf's first storage
 }
 
-func newChatWriter(o ResponseOptions) sink {
+func (c *chatWriter) init(o ResponseOptions) {
 	h := make([]byte, 0, 96+len(o.RequestID)+len(o.Model))
 	h = append(h, `{"id":`...)
 	h = appendStr(h, chatID(o))
@@ -249,9 +249,7 @@ func newChatWriter(o ResponseOptions) sink {
 	h = strconv.AppendInt(h, o.Created.Unix(), 10)
 	h = keyStr(h, "model", o.Model)
 	h = append(h, ',')
-	s := &chatWriter{head: h, includeUsage: o.IncludeUsage}
-	s.buf = s.bufArr[:0]
-	return s
+	c.head, c.includeUsage, c.buf = h, o.IncludeUsage, c.bufArr[:0]
 }
 
 func (c *chatWriter) setEmit(emit func(protocol.Event) error) { c.emit = emit }

@@ -17,7 +17,7 @@ var responsesSide = side{
 	read:      readResponses,
 	write:     writeResponses,
 	newReader: func(rs *readers) reader { return &rs.responses },
-	newWriter: newResponsesWriter,
+	newStream: streamFor[responsesWriter],
 }
 
 func decodeResponses(root gjson.Result, t target, c *conv) error {

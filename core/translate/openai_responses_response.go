@@ -283,13 +283,11 @@ type responsesWriter struct {
 	stopped bool
 	failed  bool
 	u       usage
-	bufArr  [1024]byte // buf's first storage: the writer is one allocation
+	bufArr  [1024]byte // buf's first storage
 }
 
-func newResponsesWriter(o ResponseOptions) sink {
-	s := &responsesWriter{o: o}
-	s.buf = s.bufArr[:0]
-	return s
+func (s *responsesWriter) init(o ResponseOptions) {
+	s.o, s.buf = o, s.bufArr[:0]
 }
 
 func (s *responsesWriter) setEmit(emit func(protocol.Event) error) { s.emit = emit }

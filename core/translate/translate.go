@@ -93,9 +93,28 @@ type side struct {
 	read func(root gjson.Result) (*answer, error) // a whole answer, parsed by answerRoot
 	// write renders an answer for the client.
 	write func(a *answer, o ResponseOptions, sizeHint int) []byte
-	// newReader parses an upstream stream; newWriter writes a client one.
+	// newReader parses an upstream stream; newStream is a stream writing a
+	// client one (streamFor its writer), still without its reader.
 	newReader func(rs *readers) reader
-	newWriter func(o ResponseOptions) sink
+	newStream func(o ResponseOptions) *pairStream
+}
+
+// streamWith is a pairStream with its client writer: one allocation.
+type streamWith[W any] struct {
+	pairStream
+	writer W
+}
+
+// streamFor makes a stream writing with a W.
+func streamFor[W any, P interface {
+	*W
+	sink
+	init(o ResponseOptions)
+}](o ResponseOptions) *pairStream {
+	s := new(streamWith[W])
+	P(&s.writer).init(o)
+	s.w = P(&s.writer)
+	return &s.pairStream
 }
 
 // readers is the storage of a stream's upstream reader, one field per
@@ -162,8 +181,8 @@ func (p *pair) Response(body []byte, o ResponseOptions) ([]byte, error) {
 }
 
 func (p *pair) NewStream(o ResponseOptions) Stream {
-	s := &pairStream{up: p.to.id, w: p.from.newWriter(o)}
-	s.r = p.to.newReader(&s.rs)
+	s := p.from.newStream(o)
+	s.up, s.r = p.to.id, p.to.newReader(&s.rs)
 	return s
 }
 
