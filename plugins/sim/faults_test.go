@@ -123,6 +123,9 @@ func TestTimingFaults(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			// The clock starts before the cancel is scheduled: a cancel
+			// due in 20 ms comes 20 ms after this, not after the call.
+			start := time.Now()
 			if tc.cancel > 0 {
 				time.AfterFunc(tc.cancel, cancel)
 			} else if tc.cancel < 0 {
@@ -135,7 +138,6 @@ func TestTimingFaults(t *testing.T) {
 			}
 			c := call(chat, bodyFor(chat, tc.prompt, extra))
 			c.Knobs, c.Timeout, c.IdleTimeout = tc.knobs, tc.timeout, tc.idle
-			start := time.Now()
 			var err error
 			sink := &recSink{}
 			if tc.stream {
