@@ -175,7 +175,11 @@ func (s *Service) Receipt(ctx context.Context, accountID, id string) (string, er
 func (s *Service) recordReceipt(ctx context.Context, o store.Order) (string, error) {
 	u, err := s.p.Receipt(ctx, o)
 	if err != nil || u == "" {
-		return "", errors.Join(err, errors.New("no receipt"))
+		err = errors.Join(err, errors.New("no receipt"))
+		// The credit stands; the receipt is asked again on a repeat of
+		// the event or when the person opens it.
+		s.log.Warn("the processor gave no receipt", "order_id", o.ID, "error", err)
+		return "", err
 	}
 	for range 4 {
 		o.ReceiptURL = u

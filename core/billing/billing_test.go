@@ -1,12 +1,16 @@
 package billing_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/tollgate-gw/tollgate/core/billing"
 	"github.com/tollgate-gw/tollgate/core/billing/stripe"
@@ -376,4 +380,61 @@ func TestConcurrentDeliveries(t *testing.T) {
 	if _, err := r.svc.Order(t.Context(), "other", o.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another account's order: %v", err)
 	}
+}
+
+// noReceipt is a processor whose receipts cannot be had.
+type noReceipt struct{ billing.Processor }
+
+func (noReceipt) Receipt(context.Context, store.Order) (string, error) {
+	return "", errors.New("processor unavailable")
+}
+
+// A paid event whose receipt the processor does not give still credits
+// once, and says so in the log instead of dropping the error.
+func TestReceiptRefusedIsLogged(t *testing.T) {
+	r := newRig(t)
+	var logs syncBuffer
+	cfg := config.DefaultBilling()
+	cfg.Enabled = true
+	p := stripe.New(stripe.Options{SecretKey: secretKey, WebhookSecret: hookSecret, APIURL: r.sim.BaseURL()})
+	r.svc = billing.New(billing.Options{Config: cfg, Store: r.st, Processor: noReceipt{p},
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	hook := httptest.NewServer(http.HandlerFunc(r.svc.ServeWebhook))
+	t.Cleanup(hook.Close)
+	r.sim.SetWebhookURL(hook.URL)
+	before := r.balance()
+	o, sid := r.start("404.4")
+	if err := r.sim.Pay(sid); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.balance() == before || !strings.Contains(logs.String(), "the processor gave no receipt") {
+		if time.Now().After(deadline) {
+			t.Fatalf("balance %s (was %s), log:\n%s", r.balance(), before, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := r.balance() - before; got != money.MustParse("404.4") {
+		t.Fatalf("credited %s, want 404.4", got)
+	}
+	if !strings.Contains(logs.String(), o.ID) {
+		t.Fatalf("the log line does not name the order %s:\n%s", o.ID, logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
