@@ -10,26 +10,23 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tollgate-gw/tollgate/core/files/localblob"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/blob/memblob"
 	"gocloud.dev/blob/s3blob"
 )
 
-// The drivers compiled in. fileblob and memblob cost nothing; s3blob adds
-// about 12 MB to the binary and covers AWS S3 and every S3-compatible
-// service (MinIO, R2, GCS through its XML API). gcsblob and azureblob are
-// left out: each pulls its cloud's whole SDK (gcsblob alone would double the
-// binary). docs/decisions.md records the choice.
+// The drivers compiled in besides file:// (openLocal). A local directory (the default, or a file://
+// URL) is localblob's, one file per blob, with fileblob beside it for the
+// files earlier versions wrote there (content and <id>.attrs sidecar).
+// memblob costs nothing; s3blob adds about 12 MB to the binary and covers
+// AWS S3 and every S3-compatible service (MinIO, R2, GCS through its XML
+// API). gcsblob and azureblob are left out: each pulls its cloud's whole
+// SDK (gcsblob alone would double the binary). docs/decisions.md records
+// the choices.
 func openers() map[string]blob.BucketURLOpener {
 	return map[string]blob.BucketURLOpener{
-		fileblob.Scheme: openerFunc(func(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
-			// The directory is created when missing; temporary files sit
-			// beside the final ones, since the data dir may be on another
-			// mount than os.TempDir and a rename cannot cross mounts.
-			o := &fileblob.URLOpener{Options: fileblob.Options{CreateDir: true, DirFileMode: 0o700, NoTempDir: true}}
-			return o.OpenBucketURL(ctx, u)
-		}),
 		memblob.Scheme: openerFunc(func(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 			return (&memblob.URLOpener{}).OpenBucketURL(ctx, u)
 		}),
@@ -47,36 +44,72 @@ func (f openerFunc) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket
 	return f(ctx, u)
 }
 
+// buckets are where a store's files live: bucket takes every new file;
+// earlier, when not nil, holds the files of the earlier local layout
+// (fileblob's, in the same directory), read, deleted and swept as before.
+type buckets struct {
+	bucket, earlier *blob.Bucket
+}
+
+func (b buckets) close() error {
+	err := b.bucket.Close()
+	if b.earlier != nil {
+		err = errors.Join(err, b.earlier.Close())
+	}
+	return err
+}
+
+// The directory's defaults: created when missing, private; temporary
+// files beside the final ones, since the data dir may be on another mount
+// than os.TempDir and a rename cannot cross mounts.
+var (
+	localOptions = localblob.Options{CreateDir: true, DirFileMode: 0o700}
+	fileOptions  = fileblob.Options{CreateDir: true, DirFileMode: 0o700, NoTempDir: true}
+)
+
 // openBucket opens rawURL, or the directory dir when rawURL is empty. An
 // explicit mux of our own (not gocloud's global one) keeps the set of
 // schemes the one listed above.
-func openBucket(ctx context.Context, rawURL, dir string) (*blob.Bucket, error) {
+func openBucket(ctx context.Context, rawURL, dir string) (buckets, error) {
 	ops := openers()
 	if rawURL == "" {
 		if dir == "" {
-			return nil, errors.New("files: no storage URL and no directory")
+			return buckets{}, errors.New("files: no storage URL and no directory")
 		}
-		b, err := fileblob.OpenBucket(dir, &fileblob.Options{CreateDir: true, DirFileMode: 0o700, NoTempDir: true})
+		b, err := localblob.OpenBucket(dir, &localOptions)
 		if err != nil {
-			return nil, fmt.Errorf("files: directory %s: %w", dir, err)
+			return buckets{}, fmt.Errorf("files: directory %s: %w", dir, err)
 		}
-		return b, nil
+		o := fileOptions
+		earlier, err := fileblob.OpenBucket(dir, &o)
+		if err != nil {
+			_ = b.Close()
+			return buckets{}, fmt.Errorf("files: directory %s: %w", dir, err)
+		}
+		return buckets{b, earlier}, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("files: storage URL: %w", err)
+		return buckets{}, fmt.Errorf("files: storage URL: %w", err)
 	}
 	scheme := strings.ToLower(u.Scheme)
-	if _, ok := ops[scheme]; !ok {
-		names := make([]string, 0, len(ops))
+	if _, ok := ops[scheme]; !ok && scheme != fileblob.Scheme {
+		names := []string{fileblob.Scheme + "://"}
 		for k := range ops {
 			names = append(names, k+"://")
 		}
 		sort.Strings(names)
 		if scheme == "" {
-			return nil, fmt.Errorf("files: storage URL %q has no scheme (supported: %s)", redactURL(rawURL), strings.Join(names, ", "))
+			return buckets{}, fmt.Errorf("files: storage URL %q has no scheme (supported: %s)", redactURL(rawURL), strings.Join(names, ", "))
 		}
-		return nil, fmt.Errorf("files: storage URL scheme %q is not supported (supported: %s)", scheme, strings.Join(names, ", "))
+		return buckets{}, fmt.Errorf("files: storage URL scheme %q is not supported (supported: %s)", scheme, strings.Join(names, ", "))
+	}
+	if scheme == fileblob.Scheme {
+		bs, err := openLocal(ctx, u)
+		if err != nil {
+			return buckets{}, fmt.Errorf("files: storage URL %s: %w", redactURL(rawURL), err)
+		}
+		return bs, nil
 	}
 	mux := new(blob.URLMux)
 	for k, o := range ops {
@@ -84,9 +117,32 @@ func openBucket(ctx context.Context, rawURL, dir string) (*blob.Bucket, error) {
 	}
 	b, err := mux.OpenBucketURL(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("files: storage URL %s: %w", redactURL(rawURL), err)
+		return buckets{}, fmt.Errorf("files: storage URL %s: %w", redactURL(rawURL), err)
 	}
-	return b, nil
+	return buckets{bucket: b}, nil
+}
+
+// openLocal opens a file:// URL: localblob and fileblob on its directory,
+// each under the URL's prefix= folder as gocloud's mux would.
+func openLocal(ctx context.Context, u *url.URL) (buckets, error) {
+	q := u.Query()
+	prefix := q.Get("prefix")
+	q.Del("prefix")
+	bare := *u
+	bare.RawQuery = q.Encode()
+	b, err := (&localblob.URLOpener{Options: localOptions}).OpenBucketURL(ctx, &bare)
+	if err != nil {
+		return buckets{}, err
+	}
+	earlier, err := (&fileblob.URLOpener{Options: fileOptions}).OpenBucketURL(ctx, &bare)
+	if err != nil {
+		_ = b.Close()
+		return buckets{}, err
+	}
+	if prefix != "" {
+		b, earlier = blob.PrefixedBucket(b, prefix), blob.PrefixedBucket(earlier, prefix)
+	}
+	return buckets{b, earlier}, nil
 }
 
 // localDir is the directory a file:// URL or dir names (with the URL's

@@ -61,7 +61,11 @@ type Options struct {
 
 // Store is the hosted-files store. It is safe for concurrent use.
 type Store struct {
-	bucket     *blob.Bucket
+	bucket *blob.Bucket
+	// earlier is fileblob on the same directory when the bucket is a local
+	// one (localblob): files of the earlier layout, read, deleted and swept
+	// as before. nil for other buckets.
+	earlier    *blob.Bucket
 	key        []byte
 	now        func() time.Time
 	log        hclog.Logger
@@ -115,20 +119,21 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.SweepEvery < 0 || o.MaxSize < 0 {
 		return nil, errors.New("files: SweepEvery and MaxSize must not be negative")
 	}
-	b, err := openBucket(ctx, o.URL, o.Dir)
+	bs, err := openBucket(ctx, o.URL, o.Dir)
 	if err != nil {
 		return nil, err
 	}
-	ok, err := b.IsAccessible(ctx)
+	ok, err := bs.bucket.IsAccessible(ctx)
 	if err == nil && !ok {
 		err = errors.New("bucket does not exist")
 	}
 	if err != nil {
-		_ = b.Close()
+		_ = bs.close()
 		return nil, fmt.Errorf("files: %s: %w", where(o), err)
 	}
 	s := &Store{
-		bucket:     b,
+		bucket:     bs.bucket,
+		earlier:    bs.earlier,
 		key:        signingKey(o.Secret),
 		now:        o.Now,
 		log:        o.Logger,
@@ -160,7 +165,7 @@ func where(o Options) string {
 }
 
 // Close releases the bucket. Stop Run (cancel its context) first.
-func (s *Store) Close() error { return s.bucket.Close() }
+func (s *Store) Close() error { return buckets{s.bucket, s.earlier}.close() }
 
 // Put stores f and returns its id and expiry. The content streams to the
 // bucket; a failed or oversized Put leaves nothing behind.
@@ -242,21 +247,32 @@ func (s *Store) Put(ctx context.Context, f File) (Info, error) {
 // Stat returns a file's description: ErrNotFound for an unknown or
 // malformed id, ErrExpired for a file past its retention.
 func (s *Store) Stat(ctx context.Context, id string) (Info, error) {
+	_, info, err := s.find(ctx, id)
+	return info, err
+}
+
+// find checks id and reads its attributes from the bucket that holds it.
+func (s *Store) find(ctx context.Context, id string) (*blob.Bucket, Info, error) {
 	exp, ok := parseID(id)
 	if !ok {
-		return Info{}, ErrNotFound
+		return nil, Info{}, ErrNotFound
 	}
 	if expired(exp, s.now()) {
-		return Info{}, ErrExpired
+		return nil, Info{}, ErrExpired
 	}
-	a, err := s.bucket.Attributes(ctx, id)
+	b := s.bucket
+	a, err := b.Attributes(ctx, id)
+	if gcerrors.Code(err) == gcerrors.NotFound && s.earlier != nil {
+		b = s.earlier
+		a, err = b.Attributes(ctx, id)
+	}
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.NotFound {
-			return Info{}, ErrNotFound
+			return nil, Info{}, ErrNotFound
 		}
-		return Info{}, fmt.Errorf("files: stat: %w", err)
+		return nil, Info{}, fmt.Errorf("files: stat: %w", err)
 	}
-	return Info{
+	return b, Info{
 		ID:          id,
 		ContentType: a.ContentType,
 		Name:        a.Metadata[metaName],
@@ -270,11 +286,11 @@ func (s *Store) Stat(ctx context.Context, id string) (Info, error) {
 // Open returns a file's content (seekable) and description; the caller
 // closes the reader. Errors as Stat.
 func (s *Store) Open(ctx context.Context, id string) (io.ReadSeekCloser, Info, error) {
-	info, err := s.Stat(ctx, id)
+	b, info, err := s.find(ctx, id)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	r, err := s.bucket.NewReader(ctx, id, nil)
+	r, err := b.NewReader(ctx, id, nil)
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			// Deleted between the two reads.
@@ -290,7 +306,11 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if _, ok := parseID(id); !ok {
 		return ErrNotFound
 	}
-	if err := s.bucket.Delete(ctx, id); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	err := s.bucket.Delete(ctx, id)
+	if gcerrors.Code(err) == gcerrors.NotFound && s.earlier != nil {
+		err = s.earlier.Delete(ctx, id)
+	}
+	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 		return fmt.Errorf("files: delete: %w", err)
 	}
 	return nil
