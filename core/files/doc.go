@@ -10,6 +10,10 @@
 // restart keeps every file and every link; changing the signing secret
 // invalidates every link handed out before.
 //
+// A local directory is localblob's (one file per blob, its attributes in a
+// header), with fileblob beside it for the files earlier releases wrote
+// there (content and attributes sidecar).
+//
 // The package is a service-level package: it imports foundation packages
 // (core/apierr) and never the pipeline, the store, plugins or the server.
 // docs/files.md describes the layout, the link format and the URL schemes.
