@@ -31,8 +31,8 @@ func earlierBucket(t testing.TB, dir string) *blob.Bucket {
 	return b
 }
 
-// putEarlier stores f in s's directory as the earlier release did, and
-// returns its id.
+// putEarlier stores f in s's directory as the earlier release did
+// (through fileblob, as s.earlier is opened), and returns its id.
 func putEarlier(t testing.TB, s *Store, f File) string {
 	t.Helper()
 	var exp time.Time
@@ -48,10 +48,10 @@ func putEarlier(t testing.TB, s *Store, f File) string {
 		md[metaName] = n
 	}
 	ctx := context.Background()
-	if err := earlierBucket(t, s.dir).WriteAll(ctx, id, f.Data, &blob.WriterOptions{ContentType: f.ContentType, Metadata: md}); err != nil {
+	if err := s.earlier.WriteAll(ctx, id, f.Data, &blob.WriterOptions{ContentType: f.ContentType, Metadata: md}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(s.dir, id+".attrs")); err != nil {
+	if _, err := os.Stat(filepath.Join(s.dir, id+".attrs")); s.dir != "" && err != nil {
 		t.Fatalf("the earlier layout wrote no sidecar: %v", err)
 	}
 	return id
@@ -283,5 +283,46 @@ func TestFileURLRefusesSidecarOptions(t *testing.T) {
 			_ = s.Close()
 			t.Errorf("%s: opened", q)
 		}
+	}
+}
+
+// TestFileURLListedSweep: with a prefix that is no folder (the sweep then
+// lists through gocloud), files of both layouts expire and are swept, and
+// other keys are left alone.
+func TestFileURLListedSweep(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	c := newClock()
+	s := open(t, Options{URL: "file://" + root + "?prefix=pre"}, c)
+	if s.dir != "" {
+		t.Fatalf("the store reads %q itself", s.dir)
+	}
+	n := put(t, s, File{Data: []byte("new"), ContentType: "text/plain", Retention: time.Hour})
+	e := putEarlier(t, s, File{Data: []byte("old"), ContentType: "text/plain", Retention: time.Hour})
+	keep := put(t, s, File{Data: []byte("kept"), ContentType: "text/plain"})
+	if err := os.WriteFile(filepath.Join(root, "other.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pre" + n.ID + localblob.Suffix, "pre" + e, "pre" + e + ".attrs"} {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{n.ID, e} {
+		if _, err := s.Stat(ctx, id); err != nil {
+			t.Fatalf("stat %s: %v", id, err)
+		}
+	}
+	c.Add(2 * time.Hour)
+	if got, err := s.Sweep(ctx); got != 2 || err != nil {
+		t.Fatalf("sweep %d %v", got, err)
+	}
+	ents, _ := os.ReadDir(root)
+	var names []string
+	for _, d := range ents {
+		names = append(names, d.Name())
+	}
+	if strings.Join(names, " ") != "other.txt pre"+keep.ID+localblob.Suffix {
+		t.Fatalf("left %v", names)
 	}
 }
