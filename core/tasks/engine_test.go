@@ -19,14 +19,15 @@ import (
 // jobs is an in-process plugin: each job runs for `runs` polls (or one
 // slow Run) and then ends as `end` says.
 type jobs struct {
-	mu       sync.Mutex
-	polls    map[string]int
-	runs     int
-	runDelay time.Duration
-	failures int // transport failures before the first answer
-	end      vendor.JobState
-	cancels  atomic.Int32
-	calls    atomic.Int32
+	mu    sync.Mutex
+	polls map[string]int
+	runs  int
+	// started and release, when set, hold Run until the test lets it go.
+	started, release chan struct{}
+	failures         int // transport failures before the first answer
+	end              vendor.JobState
+	cancels          atomic.Int32
+	calls            atomic.Int32
 }
 
 func newJobs(runs int) *jobs {
@@ -55,9 +56,10 @@ func (j *jobs) Validate(context.Context, *vendor.JobRequest) (*vendor.JobPlan, e
 	return &vendor.JobPlan{}, nil
 }
 func (j *jobs) Run(ctx context.Context, r *vendor.JobRequest) (*vendor.JobOutcome, error) {
-	if j.runDelay > 0 {
+	if j.release != nil {
+		close(j.started)
 		select {
-		case <-time.After(j.runDelay):
+		case <-j.release:
 		case <-ctx.Done():
 			return nil, &vendor.Failure{Kind: vendor.FailureTimeout, Message: ctx.Err().Error()}
 		}
@@ -210,16 +212,28 @@ func TestPolledJobEndsOnce(t *testing.T) {
 
 func TestRunJobInTheBackground(t *testing.T) {
 	p := newJobs(1)
-	p.runDelay = 700 * time.Millisecond // longer than two lease renewals
+	p.started, p.release = make(chan struct{}), make(chan struct{})
 	e := newEnv(t, p)
 	eng, _ := e.engine(t, "gw1", false, map[string]*vendor.FamilySpec{"image": spec})
 	eng.Adopt(e.task(t, "img_run", "gw1", false, "", time.Minute), nil)
-	// While the Run lasts, the task is running and its lease is renewed.
-	time.Sleep(450 * time.Millisecond)
-	tk, _ := e.st.GetTask(t.Context(), "img_run")
-	if tk.Status != store.TaskRunning || !tk.LeaseUntil.After(time.Now()) {
-		t.Fatalf("mid-run task %+v", tk)
+	<-p.started
+	// While the Run lasts, the task is running and its lease is renewed:
+	// its lease moves on twice (no timing asserted: a loaded machine may
+	// renew late, never not at all).
+	var leases []time.Time
+	for deadline := time.Now().Add(20 * time.Second); len(leases) < 3; time.Sleep(10 * time.Millisecond) {
+		tk, err := e.st.GetTask(t.Context(), "img_run")
+		if err != nil || tk.Status != store.TaskRunning {
+			t.Fatalf("mid-run task %+v (%v)", tk, err)
+		}
+		if n := len(leases); n == 0 || tk.LeaseUntil.After(leases[n-1]) {
+			leases = append(leases, tk.LeaseUntil)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease was not renewed twice while the Run lasted: %v", leases)
+		}
 	}
+	close(p.release)
 	e.wait(t, 1)
 	if w := e.wallet(t); w.Balance != money.Credits(98) {
 		t.Fatalf("wallet %+v", w)
