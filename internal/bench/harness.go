@@ -129,6 +129,8 @@ type env struct {
 	idleCPU, idleTime time.Duration
 	// peakAnon is the largest anonymous RSS seen after a gateway window.
 	peakAnon int64
+	// peakAnonSelf is the gateway process's own part of peakAnon.
+	peakAnonSelf int64
 }
 
 // bcase is a case with its request to every target.
@@ -218,7 +220,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if rss, err := e.proc.TreePeakRSS(e.gateway.p.pid()); err == nil {
 		res.PeakRSS = rss
 	}
-	res.PeakAnonRSS = e.peakAnon
+	res.PeakAnonRSS, res.PeakAnonGatewayRSS = e.peakAnon, e.peakAnonSelf
 	if o.ProfileDir != "" {
 		files, err := e.profile(ctx, cases, clients[64])
 		if err != nil {
@@ -600,11 +602,13 @@ func (e *env) window(ctx context.Context, c bcase, t, conc int, client *http.Cli
 	s := sample{cpu: after.Total() - before.Total(), plugin: after.Children - before.Children}
 	if t == tGateway {
 		s.database = db
-		anon, err := e.proc.TreeRssAnon(root)
+		self, plugins, err := e.proc.TreeRssAnonSplit(root)
 		if err != nil {
 			return w, s, fmt.Errorf("gateway: %w", err)
 		}
-		e.peakAnon = max(e.peakAnon, anon)
+		if self+plugins > e.peakAnon {
+			e.peakAnon, e.peakAnonSelf = self+plugins, self
+		}
 	}
 	return w, s, nil
 }

@@ -165,27 +165,44 @@ func (p Proc) TreeCPU(root int) (CPUSample, error) {
 func (p Proc) TreePeakRSS(root int) (int64, error) { return p.treeStatus(root, ParseVmHWM) }
 
 // TreeRssAnon sums the current RssAnon over root and its descendants.
-func (p Proc) TreeRssAnon(root int) (int64, error) { return p.treeStatus(root, ParseRssAnon) }
+func (p Proc) TreeRssAnon(root int) (int64, error) {
+	self, children, err := p.TreeRssAnonSplit(root)
+	return self + children, err
+}
+
+// TreeRssAnonSplit is TreeRssAnon's root (the gateway) and descendants
+// (its plugins) apart.
+func (p Proc) TreeRssAnonSplit(root int) (self, children int64, err error) {
+	return p.treeStatusSplit(root, ParseRssAnon)
+}
 
 func (p Proc) treeStatus(root int, parse func([]byte) (int64, error)) (int64, error) {
+	self, children, err := p.treeStatusSplit(root, parse)
+	return self + children, err
+}
+
+func (p Proc) treeStatusSplit(root int, parse func([]byte) (int64, error)) (self, children int64, err error) {
 	tree, err := p.Tree(root)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var sum int64
 	for _, s := range tree {
 		b, err := os.ReadFile(filepath.Join(p.Root, strconv.Itoa(s.PID), "status"))
 		if err != nil {
 			if s.PID == root {
-				return 0, err
+				return 0, 0, err
 			}
 			continue
 		}
 		v, err := parse(b)
 		if err != nil {
-			return 0, fmt.Errorf("pid %d: %w", s.PID, err)
+			return 0, 0, fmt.Errorf("pid %d: %w", s.PID, err)
 		}
-		sum += v
+		if s.PID == root {
+			self = v
+		} else {
+			children += v
+		}
 	}
-	return sum, nil
+	return self, children, nil
 }

@@ -95,19 +95,21 @@ func TestProcTree(t *testing.T) {
 	t.Parallel()
 	p := Proc{Root: "testdata/proc"}
 	tests := []struct {
-		desc    string
-		root    int
-		pids    []int
-		self    time.Duration
-		kids    time.Duration
-		rss     int64
-		anon    int64
-		wantErr bool
+		desc string
+		root int
+		pids []int
+		self time.Duration
+		kids time.Duration
+		rss  int64
+		anon int64
+		// anonSelf is the root's own part of anon.
+		anonSelf int64
+		wantErr  bool
 	}{
 		// 100 is the gateway, 101 its plugin, 102 the plugin's child;
 		// 200 is unrelated and must not count.
-		{desc: "gateway with descendants", root: 100, pids: []int{100, 101, 102}, self: 300 * ClockTick, kids: (50 + 10) * ClockTick, rss: (40960 + 20480 + 1024) * 1024, anon: (30000 + 10000 + 512) * 1024},
-		{desc: "leaf", root: 102, pids: []int{102}, self: 10 * ClockTick, rss: 1024 * 1024, anon: 512 * 1024},
+		{desc: "gateway with descendants", root: 100, pids: []int{100, 101, 102}, self: 300 * ClockTick, kids: (50 + 10) * ClockTick, rss: (40960 + 20480 + 1024) * 1024, anon: (30000 + 10000 + 512) * 1024, anonSelf: 30000 * 1024},
+		{desc: "leaf", root: 102, pids: []int{102}, self: 10 * ClockTick, rss: 1024 * 1024, anon: 512 * 1024, anonSelf: 512 * 1024},
 		{desc: "no such process", root: 999, wantErr: true},
 	}
 	for _, tc := range tests {
@@ -144,6 +146,10 @@ func TestProcTree(t *testing.T) {
 			anon, err := p.TreeRssAnon(tc.root)
 			if err != nil || anon != tc.anon {
 				t.Fatalf("TreeRssAnon = %d, %v; want %d", anon, err, tc.anon)
+			}
+			self, plugins, err := p.TreeRssAnonSplit(tc.root)
+			if err != nil || self != tc.anonSelf || self+plugins != tc.anon {
+				t.Fatalf("TreeRssAnonSplit = %d, %d, %v; want %d and %d", self, plugins, err, tc.anonSelf, tc.anon-tc.anonSelf)
 			}
 		})
 	}

@@ -145,6 +145,9 @@ type Results struct {
 	// PeakAnonRSS is the largest summed RssAnon sampled after a gateway
 	// window: the part of PeakRSS that is not mapped files.
 	PeakAnonRSS int64 `json:"peak_anon_rss_bytes"`
+	// PeakAnonGatewayRSS is the gateway process's own RssAnon in that
+	// sample (the rest is its plugin processes').
+	PeakAnonGatewayRSS int64 `json:"peak_anon_gateway_rss_bytes,omitempty"`
 	// IdleCPUPercent is the gateway and plugins' CPU while only the direct
 	// side ran, in percent of one core: background cost, not per request.
 	IdleCPUPercent float64  `json:"idle_cpu_percent"`
@@ -302,8 +305,13 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 	b.WriteString("\n\n")
 	r.writeRatios(&b)
 	r.writeDetail(&b)
-	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM, mapped files included): %.1f MB; largest anonymous RSS sampled after a window: %.1f MB. Their CPU while idle (during the direct windows): %.1f%% of a core.\n",
-		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnonRSS)/(1<<20), r.IdleCPUPercent)
+	split := ""
+	if r.PeakAnonGatewayRSS > 0 {
+		split = fmt.Sprintf(" (the gateway's process %.1f MB, its plugins' %.1f MB)",
+			float64(r.PeakAnonGatewayRSS)/(1<<20), float64(r.PeakAnonRSS-r.PeakAnonGatewayRSS)/(1<<20))
+	}
+	fmt.Fprintf(&b, "\nPeak RSS of the gateway and its plugin processes (summed VmHWM, mapped files included): %.1f MB; largest anonymous RSS sampled after a window: %.1f MB%s. Their CPU while idle (during the direct windows): %.1f%% of a core.\n",
+		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnonRSS)/(1<<20), split, r.IdleCPUPercent)
 	if r.Errors > 0 {
 		fmt.Fprintf(&b, "\n**WARNING: %d request(s) failed; the figures above are not trustworthy.**\n", r.Errors)
 	}

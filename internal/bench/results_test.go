@@ -15,7 +15,7 @@ func sampleResults() *Results {
 	return &Results{
 		Machine: Machine{NProc: 2, CPU: "test cpu", GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", Date: time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC),
 			LoadBefore: 1.5, LoadAfter: 2.25},
-		Window: "3s", Rounds: 2, PeakRSS: 160 << 20, PeakAnonRSS: 60 << 20,
+		Window: "3s", Rounds: 2, PeakRSS: 160 << 20, PeakAnonRSS: 60 << 20, PeakAnonGatewayRSS: 48 << 20,
 		Cases: []CaseResult{
 			{Case: "completions", Concurrency: 1, Direct: Side{Requests: 100, RPS: 5000, Latency: Dist{P50: 180}}, Proxy: px,
 				Gateway: Side{Requests: 100, RPS: 2000, Latency: Dist{P50: 300}, CPUPerRequestUS: 150, PluginCPUPerRequestUS: 60}, AddedP50US: 120, ThroughputRatio: 0.4,
@@ -191,7 +191,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"| stream-20 | 1 | direct | 0 | 0 / 0 / 0 | – | 900 |",
 		"completions (after 1000 log rows)",
 		"160.0 MB",
-		"60.0 MB",
+		"60.0 MB (the gateway's process 48.0 MB, its plugins' 12.0 MB)",
 		"2 CPU(s) (test cpu)",
 		"load average 1.5 at the start, 2.2 at the end",
 		"FAIL  stream-20: added p50 at c=1 ÷ the proxy's: 1.50× (budget <= 1.2×)",
