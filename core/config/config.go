@@ -112,6 +112,9 @@ type Server struct {
 	// the bytes one upstream SSE event may hold.
 	HeaderTimeout, BodyTimeout, IdleTimeout, WriteTimeout time.Duration
 	MaxBodyMemory, MaxEventSize                           int64
+	// MemoryLimit is the gateway process's soft memory limit (Go's
+	// runtime/debug.SetMemoryLimit; 0 = default); GOMEMLIMIT wins.
+	MemoryLimit int64
 }
 
 // DefaultDrainTimeout is server.drain_timeout when it is not written.
@@ -197,6 +200,9 @@ type Plugin struct {
 	// GOMAXPROCS is how many threads the plugin process runs Go code on;
 	// 0 leaves it to the host (half the gateway's, at least 1).
 	GOMAXPROCS int
+	// MemoryLimit is the plugin process's soft memory limit (its
+	// GOMEMLIMIT); 0 leaves it to the host.
+	MemoryLimit int64
 }
 
 // Channel is one upstream route: a vendor plugin, an address, a secret.

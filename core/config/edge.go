@@ -21,6 +21,12 @@ const (
 	DefaultWriteTimeout  = 60 * time.Second
 	DefaultMaxBodyMemory = 512 << 20
 	DefaultMaxEventSize  = 16 << 20
+	// DefaultMemoryLimit is the gateway's soft memory limit
+	// (docs/performance.md, lever 11).
+	DefaultMemoryLimit = 48 << 20
+	// MinMemoryLimit refuses a memory_limit so low that the process would
+	// spend its time collecting (a unit left off: 64 for "64MB").
+	MinMemoryLimit = 16 << 20
 )
 
 func orDefault[T comparable](v, def T) T {
@@ -54,6 +60,11 @@ func (s Server) WriteTimeoutOrDefault() time.Duration {
 // MaxBodyMemoryOrDefault is the bytes large request bodies may hold at once.
 func (s Server) MaxBodyMemoryOrDefault() int64 {
 	return orDefault(s.MaxBodyMemory, DefaultMaxBodyMemory)
+}
+
+// MemoryLimitOrDefault is the gateway process's soft memory limit.
+func (s Server) MemoryLimitOrDefault() int64 {
+	return orDefault(s.MemoryLimit, DefaultMemoryLimit)
 }
 
 // MaxEventSizeOrDefault is the most bytes one upstream SSE event may hold.
@@ -107,4 +118,15 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (want e.g. \"16MB\", \"512MB\", \"1GB\")", s)
 	}
 	return n * mult, nil
+}
+
+// memoryLimit reads a memory_limit: a size of at least MinMemoryLimit.
+func (d *decoder) memoryLimit(a *hcl.Attribute, where string, dst *int64) {
+	var n int64
+	d.size(a, where, &n)
+	if n != 0 && n < MinMemoryLimit {
+		d.errorf(a.Expr.Range(), where, "%s: at least %q, got %d bytes (a size is bytes unless it says KB, MB or GB)", a.Name, "16MB", n)
+		return
+	}
+	*dst = n
 }

@@ -362,7 +362,7 @@ var serverSchema = &hcl.BodySchema{
 		{Name: "plugin_restart_wait"},
 		{Name: "admin_listen"}, {Name: "master_key_file"},
 		{Name: "header_timeout"}, {Name: "body_timeout"}, {Name: "idle_timeout"}, {Name: "write_timeout"},
-		{Name: "max_body_memory"}, {Name: "max_event_size"},
+		{Name: "max_body_memory"}, {Name: "max_event_size"}, {Name: "memory_limit"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "tls"}},
 }
@@ -422,6 +422,7 @@ func (d *decoder) server(b *hcl.Block, s *Server) {
 	d.duration(c.Attributes["write_timeout"], where, &s.WriteTimeout)
 	d.size(c.Attributes["max_body_memory"], where, &s.MaxBodyMemory)
 	d.size(c.Attributes["max_event_size"], where, &s.MaxEventSize)
+	d.memoryLimit(c.Attributes["memory_limit"], where, &s.MemoryLimit)
 	for i, tb := range c.Blocks {
 		if i > 0 {
 			d.errorf(tb.DefRange, where, "duplicate tls block (the first is at %s)", at(c.Blocks[0].DefRange))
@@ -677,7 +678,7 @@ func (d *decoder) knowledgeBase(b *hcl.Block) KnowledgeBase {
 	return k
 }
 
-var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}, {Name: "gomaxprocs"}}}
+var pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "settings"}, {Name: "gomaxprocs"}, {Name: "memory_limit"}}}
 
 func (d *decoder) plugin(b *hcl.Block) Plugin {
 	p := Plugin{Name: b.Labels[0]}
@@ -692,6 +693,7 @@ func (d *decoder) plugin(b *hcl.Block) Plugin {
 		d.errorf(a.Expr.Range(), where, "gomaxprocs: at most %d, got %d", maxPluginProcs, p.GOMAXPROCS)
 		p.GOMAXPROCS = 0
 	}
+	d.memoryLimit(c.Attributes["memory_limit"], where, &p.MemoryLimit)
 	return p
 }
 

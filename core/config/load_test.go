@@ -111,17 +111,20 @@ func TestParseBlocks(t *testing.T) {
   write_timeout   = "20s"
   max_body_memory = "256MB"
   max_event_size  = 1048576
+  memory_limit    = "96MB"
 }`,
 			check: func(t *testing.T, c *Config) {
 				s := c.Server
 				if s.AdminListen != ":9091" || s.MasterKeyFile != "/etc/tollgate/master.key" ||
 					s.HeaderTimeout != 5*time.Second || s.BodyTimeout != 10*time.Second || s.IdleTimeout != time.Minute ||
-					s.WriteTimeout != 20*time.Second || s.MaxBodyMemory != 256<<20 || s.MaxEventSize != 1<<20 {
+					s.WriteTimeout != 20*time.Second || s.MaxBodyMemory != 256<<20 || s.MaxEventSize != 1<<20 ||
+					s.MemoryLimitOrDefault() != 96<<20 {
 					t.Errorf("server = %+v", s)
 				}
 				var d Server
 				if d.BodyTimeoutOrDefault() != DefaultBodyTimeout || d.MaxEventSizeOrDefault() != 16<<20 ||
-					d.MaxBodyMemoryOrDefault() != 512<<20 || d.IdleTimeoutOrDefault() != DefaultIdleTimeout {
+					d.MaxBodyMemoryOrDefault() != 512<<20 || d.IdleTimeoutOrDefault() != DefaultIdleTimeout ||
+					d.MemoryLimitOrDefault() != DefaultMemoryLimit {
 					t.Errorf("defaults of an empty server block")
 				}
 			},
@@ -150,11 +153,12 @@ func TestParseBlocks(t *testing.T) {
   path     = "/opt/tollgate/tollgate-plugin-openai"
   settings = { org = "org-1", retries = 3, debug = true }
   gomaxprocs = 2
+  memory_limit = "64MB"
 }
 plugin "sim" {}`,
 			check: func(t *testing.T, c *Config) {
 				want := []Plugin{
-					{Name: "openai", Path: "/opt/tollgate/tollgate-plugin-openai", Settings: map[string]string{"org": "org-1", "retries": "3", "debug": "true"}, GOMAXPROCS: 2},
+					{Name: "openai", Path: "/opt/tollgate/tollgate-plugin-openai", Settings: map[string]string{"org": "org-1", "retries": "3", "debug": "true"}, GOMAXPROCS: 2, MemoryLimit: 64 << 20},
 					{Name: "sim"},
 				}
 				if !reflect.DeepEqual(c.Plugins, want) {
@@ -637,6 +641,16 @@ func TestParseErrors(t *testing.T) {
 			want: `t.hcl:1,29-30: plugin "sim": gomaxprocs: must be at least 1, got 0`,
 		},
 		{
+			desc: "plugin memory_limit without a unit",
+			src:  `plugin "sim" { memory_limit = 64 }`,
+			want: `t.hcl:1,31-33: plugin "sim": memory_limit: at least "16MB", got 64 bytes (a size is bytes unless it says KB, MB or GB)`,
+		},
+		{
+			desc: "server memory_limit not a size",
+			src:  "server {\n  memory_limit = \"lots\"\n}",
+			want: `t.hcl:2,18-24: server: memory_limit: "lots" is not a size (want e.g. "16MB", "512MB", "1GB")`,
+		},
+		{
 			desc: "plugin gomaxprocs too many",
 			src:  `plugin "sim" { gomaxprocs = 20000 }`,
 			want: `t.hcl:1,29-34: plugin "sim": gomaxprocs: at most 1024, got 20000`,
@@ -1088,6 +1102,7 @@ func TestRenderRoundTrip(t *testing.T) {
   write_timeout   = "20s"
   max_body_memory = "1GB"
   max_event_size  = "4MB"
+  memory_limit    = "40MB"
 }`},
 		{desc: "server with static tls", src: `server {
   http_listen = "127.0.0.1:8081"
@@ -1108,6 +1123,7 @@ plugin "openai" {
   path       = "/opt/p"
   settings   = { "dotted.key" = "1", empty = "" }
   gomaxprocs = 3
+  memory_limit = "24MB"
 }
 plugin "bare" {}
 channel "c" {

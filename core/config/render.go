@@ -57,7 +57,8 @@ func Render(c *Config) string {
 	for _, z := range []struct {
 		name string
 		v    int64
-	}{{"max_body_memory", c.Server.MaxBodyMemory}, {"max_event_size", c.Server.MaxEventSize}} {
+	}{{"max_body_memory", c.Server.MaxBodyMemory}, {"max_event_size", c.Server.MaxEventSize},
+		{"memory_limit", c.Server.MemoryLimit}} {
 		if z.v != 0 {
 			s.SetAttributeValue(z.name, cty.StringVal(strconv.FormatInt(z.v, 10)))
 		}
@@ -120,6 +121,9 @@ func Render(c *Config) string {
 		setMap(b, "settings", p.Settings)
 		if p.GOMAXPROCS != 0 {
 			b.SetAttributeValue("gomaxprocs", cty.NumberIntVal(int64(p.GOMAXPROCS)))
+		}
+		if p.MemoryLimit != 0 {
+			b.SetAttributeValue("memory_limit", cty.StringVal(strconv.FormatInt(p.MemoryLimit, 10)))
 		}
 	}
 	for _, k := range c.KnowledgeBases {

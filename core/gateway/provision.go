@@ -105,8 +105,14 @@ func refuseUnsupported(cfg *config.Config) error {
 type pluginSpec struct {
 	name    string
 	path    string
-	procs   int // the plugin block's gomaxprocs; 0: the host's default
+	procs   int   // the plugin block's gomaxprocs; 0: the host's default
+	memory  int64 // the plugin block's memory_limit; 0: the host's default
 	builtin host.Builtin
+}
+
+// exec is how the host starts sp's process.
+func (sp pluginSpec) exec() host.Exec {
+	return host.Exec{Path: sp.path, Procs: sp.procs, MemoryLimit: sp.memory}
 }
 
 // startFunc starts (or, on a reload, reconfigures) the plugin of sp with
@@ -131,7 +137,7 @@ func startVendors(ctx context.Context, cfg *config.Config, h *host.Host, in map[
 		if sp.builtin != nil {
 			return h.StartInProcess(ctx, sp.name, sp.builtin, vc)
 		}
-		return h.Start(ctx, sp.name, host.Exec{Path: sp.path, Procs: sp.procs}, vc)
+		return h.Start(ctx, sp.name, sp.exec(), vc)
 	}, log)
 }
 
@@ -152,7 +158,7 @@ func eachVendor(ctx context.Context, cfg *config.Config, in map[string]host.Buil
 			var explicit string
 			for _, p := range cfg.Plugins {
 				if p.Name == name {
-					explicit, sp.procs = p.Path, p.GOMAXPROCS
+					explicit, sp.procs, sp.memory = p.Path, p.GOMAXPROCS, p.MemoryLimit
 				}
 			}
 			path, err := host.Find(name, explicit)

@@ -73,6 +73,8 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 				g.log.Warn("reload: a plugin's path changed; the running one is kept until a restart", "plugin", name, "running", p.Path(), "config", sp.path)
 			case !p.InProcess() && p.Procs() != cmp.Or(sp.procs, host.DefaultProcs()):
 				g.log.Warn("reload: a plugin's gomaxprocs changed; its process keeps its own until a restart", "plugin", name, "running", p.Procs(), "config", cmp.Or(sp.procs, host.DefaultProcs()))
+			case !p.InProcess() && p.MemoryLimit() != cmp.Or(sp.memory, host.DefaultMemoryLimit):
+				g.log.Warn("reload: a plugin's memory_limit changed; its process keeps its own until a restart", "plugin", name, "running", p.MemoryLimit(), "config", cmp.Or(sp.memory, host.DefaultMemoryLimit))
 			}
 			old := p.Config()
 			if err := p.Configure(ctx, vc); err != nil {
@@ -90,7 +92,7 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 		if sp.builtin != nil {
 			v, err = g.plugins.StartInProcess(ctx, name, sp.builtin, vc)
 		} else {
-			v, err = g.plugins.Start(ctx, name, host.Exec{Path: sp.path, Procs: sp.procs}, vc)
+			v, err = g.plugins.Start(ctx, name, sp.exec(), vc)
 		}
 		if err == nil {
 			undo = append(undo, func() { g.plugins.Stop(name) })

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/metrics"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
@@ -452,4 +453,33 @@ func TestFailingStoreFailsClosedAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExit(t, g, 40*time.Second)
+}
+
+// TestGatewayRunsWithItsMemoryLimit: server.memory_limit is the soft memory
+// limit the gateway's Go runtime runs with, beside GOGC=50; GOMEMLIMIT and
+// GOGC in the environment win over both.
+func TestGatewayRunsWithItsMemoryLimit(t *testing.T) {
+	t.Parallel()
+	unset := []string{"GOMEMLIMIT=", "GOGC="}
+	for _, tc := range []struct {
+		name, config string
+		env          []string
+		limit, gogc  float64
+	}{
+		{"default", "", unset, config.DefaultMemoryLimit, 50},
+		{"configured", "server {\n  memory_limit = \"40MB\"\n}\n", unset, 40 << 20, 50},
+		{"environment", "server {\n  memory_limit = \"40MB\"\n}\n", []string{"GOMEMLIMIT=100MiB", "GOGC=80"}, 100 << 20, 80},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := testgw.Start(t, testgw.Options{Config: tc.config, Env: tc.env, Args: []string{"--metrics-listen", "127.0.0.1:0"}})
+			fams, _ := scrape(t, metricsURL(t, g))
+			if got := value(series(t, fams, "go_gc_gomemlimit_bytes", nil)); got != tc.limit {
+				t.Errorf("memory limit %v bytes, want %v", got, tc.limit)
+			}
+			if got := value(series(t, fams, "go_gc_gogc_percent", nil)); got != tc.gogc {
+				t.Errorf("GOGC %v, want %v", got, tc.gogc)
+			}
+		})
+	}
 }

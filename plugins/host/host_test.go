@@ -225,7 +225,7 @@ func TestPluginSeesNoHostEnvironment(t *testing.T) {
 	t.Setenv("TOLLGATE_TEST_SECRET", "hunter2")
 	_, v := start(t, nil)
 	_, env := mustReport(t, v)
-	procs := false
+	procs, memLimit := false, false
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.Contains(kv, "hunter2") || name == "PATH" || name == "HOME" {
@@ -238,6 +238,13 @@ func TestPluginSeesNoHostEnvironment(t *testing.T) {
 			procs = true
 			continue
 		}
+		if name == "GOMEMLIMIT" {
+			if want := "GOMEMLIMIT=" + strconv.Itoa(host.DefaultMemoryLimit); kv != want {
+				t.Errorf("the plugin runs with %s, want %s", kv, want)
+			}
+			memLimit = true
+			continue
+		}
 		if !strings.HasPrefix(name, "PLUGIN_") && name != vendor.Handshake.MagicCookieKey {
 			t.Errorf("unexpected variable %s in the plugin's environment", name)
 		}
@@ -247,6 +254,9 @@ func TestPluginSeesNoHostEnvironment(t *testing.T) {
 	}
 	if !procs {
 		t.Error("the plugin was not given its GOMAXPROCS")
+	}
+	if !memLimit {
+		t.Error("the plugin was not given its GOMEMLIMIT")
 	}
 }
 
@@ -265,6 +275,36 @@ func TestPluginRunsWithItsGOMAXPROCS(t *testing.T) {
 	_, env := mustReport(t, v)
 	if !slices.Contains(env, "GOMAXPROCS=3") {
 		t.Errorf("the plugin's environment %q lacks GOMAXPROCS=3", env)
+	}
+}
+
+// TestPluginRunsWithItsMemoryLimit: a plugin block's memory_limit is the
+// soft memory limit the plugin's Go runtime runs with; the gateway's own
+// GOMEMLIMIT does not reach it.
+func TestPluginRunsWithItsMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	h := host.New(hclog.NewNullLogger())
+	t.Cleanup(h.Close)
+	for _, tc := range []struct {
+		name string
+		set  int64
+		want int64
+	}{{"limited", 40 << 20, 40 << 20}, {"default", 0, host.DefaultMemoryLimit}} {
+		v, err := h.Start(t.Context(), tc.name, host.Exec{Path: plugin(t), MemoryLimit: tc.set}, mainConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Get(tc.name).MemoryLimit(); got != tc.want {
+			t.Errorf("%s: MemoryLimit() = %d, want %d", tc.name, got, tc.want)
+		}
+		resp, err := v.Chat(t.Context(), request("[env]", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		content := gjson.GetBytes(resp.Body, "choices.0.message.content").String()
+		if got := gjson.Get(content, "memlimit").Int(); got != tc.want {
+			t.Errorf("%s: the plugin's runtime runs with a memory limit of %d bytes, want %d (%s)", tc.name, got, tc.want, content)
+		}
 	}
 }
 

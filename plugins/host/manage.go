@@ -63,6 +63,9 @@ func (p *Plugin) Path() string { return p.path }
 // Procs is the GOMAXPROCS its process runs with (0 in process).
 func (p *Plugin) Procs() int { return p.procs }
 
+// MemoryLimit is the GOMEMLIMIT its process runs with, bytes (0 in process).
+func (p *Plugin) MemoryLimit() int64 { return p.memLimit }
+
 // Config is the configuration the plugin was last given.
 func (p *Plugin) Config() vendor.Config {
 	p.mu.RLock()

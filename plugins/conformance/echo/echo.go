@@ -9,7 +9,7 @@
 //	[sim:cut=N]                       N events, then a broken stream
 //	[sim:hang]                        no answer until the timeout or the context
 //	[echo:events=N]                   a stream of N events in all, its end included
-//	[env]                             the answer's text is {"pid":..,"env":[..]}
+//	[env]                             the answer's text is {"pid":..,"env":[..],"memlimit":..}
 //	[crash]                           the process exits (status 3) mid-call
 package echo
 
@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -318,7 +319,7 @@ func events(proto, model string, n int, usage bool) []vendor.Event {
 
 // envReport is what the process sees of its environment.
 func envReport() string {
-	return string(mustJSON(map[string]any{"pid": os.Getpid(), "env": os.Environ()}))
+	return string(mustJSON(map[string]any{"pid": os.Getpid(), "env": os.Environ(), "memlimit": debug.SetMemoryLimit(-1)}))
 }
 
 func mustJSON(v any) []byte {
