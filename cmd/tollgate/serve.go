@@ -92,16 +92,13 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 	}
 }
 
-// tuneGC sets the collector's pace unless the environment does (GOGC,
-// GOMEMLIMIT win). Most of the heap is Badger's byte arenas and table
-// builders, cheap to mark: collecting at 1.5x the live heap instead of 2x
-// keeps the process small for little CPU, and the soft limit collects
-// (and returns to the system) the peak of a memtable flush that meets a
-// compaction instead of letting the heap grow to 1.5x that peak.
+// tuneGC sets the gateway's soft memory limit unless GOMEMLIMIT does. The
+// heap is paced by GOGC (Go's 100 unless set): between Badger's background
+// jobs the live heap is small, so collecting at 2x it costs little memory
+// and half the cycles of 1.5x; the limit collects early (and returns to
+// the system) the peak of a memtable flush meeting a compaction instead of
+// letting the heap grow to twice that peak.
 func tuneGC(limit int64) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 	}

@@ -23,7 +23,7 @@ const (
 	DefaultMaxEventSize  = 16 << 20
 	// DefaultMemoryLimit is the gateway's soft memory limit
 	// (docs/performance.md, lever 11).
-	DefaultMemoryLimit = 48 << 20
+	DefaultMemoryLimit = 64 << 20
 	// MinMemoryLimit refuses a memory_limit so low that the process would
 	// spend its time collecting (a unit left off: 64 for "64MB").
 	MinMemoryLimit = 16 << 20

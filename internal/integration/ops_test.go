@@ -456,8 +456,8 @@ func TestFailingStoreFailsClosedAndStops(t *testing.T) {
 }
 
 // TestGatewayRunsWithItsMemoryLimit: server.memory_limit is the soft memory
-// limit the gateway's Go runtime runs with, beside GOGC=50; GOMEMLIMIT and
-// GOGC in the environment win over both.
+// limit the gateway's Go runtime runs with, beside Go's GOGC of 100;
+// GOMEMLIMIT and GOGC in the environment win.
 func TestGatewayRunsWithItsMemoryLimit(t *testing.T) {
 	t.Parallel()
 	unset := []string{"GOMEMLIMIT=", "GOGC="}
@@ -466,8 +466,8 @@ func TestGatewayRunsWithItsMemoryLimit(t *testing.T) {
 		env          []string
 		limit, gogc  float64
 	}{
-		{"default", "", unset, config.DefaultMemoryLimit, 50},
-		{"configured", "server {\n  memory_limit = \"40MB\"\n}\n", unset, 40 << 20, 50},
+		{"default", "", unset, config.DefaultMemoryLimit, 100},
+		{"configured", "server {\n  memory_limit = \"40MB\"\n}\n", unset, 40 << 20, 100},
 		{"environment", "server {\n  memory_limit = \"40MB\"\n}\n", []string{"GOMEMLIMIT=100MiB", "GOGC=80"}, 100 << 20, 80},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
