@@ -192,6 +192,7 @@ func (g *Gateway) warnRestartOnly(old, cfg *config.Config) {
 		{"server.header_timeout", old.Server.HeaderTimeout, cfg.Server.HeaderTimeout},
 		{"server.idle_timeout", old.Server.IdleTimeout, cfg.Server.IdleTimeout},
 		{"server.max_body_memory", old.Server.MaxBodyMemory, cfg.Server.MaxBodyMemory},
+		{"server.memory_limit", old.Server.MemoryLimit, cfg.Server.MemoryLimit},
 		{"store", old.Store, cfg.Store},
 		{"telemetry", old.Telemetry, cfg.Telemetry},
 		{"accounts", old.Accounts, cfg.Accounts},
