@@ -63,7 +63,6 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 			if err != nil {
 				return gateway.Recheck(c.Context, gateway.Options{Logger: log}, err)
 			}
-			tuneGC(cfg.Server.MemoryLimitOrDefault())
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// SIGHUP reads the config again (docs/operations.md).
@@ -86,20 +85,20 @@ func serveCommand(stages *pipeline.Registry) *cli.Command {
 			}()
 			return gateway.Run(ctx, gateway.Options{
 				Config: cfg, Logger: log, Stages: stages, Out: c.App.Writer, Command: self(c),
-				Reload: reload, LoadConfig: load,
+				Reload: reload, LoadConfig: load, MemoryLimit: memoryLimit(),
 			})
 		},
 	}
 }
 
-// tuneGC sets the gateway's soft memory limit unless GOMEMLIMIT does. The
-// heap is paced by GOGC (Go's 100 unless set): between Badger's background
-// jobs the live heap is small, so collecting at 2x it costs little memory
-// and half the cycles of 1.5x; the limit collects early (and returns to
-// the system) the peak of a memtable flush meeting a compaction instead of
-// letting the heap grow to twice that peak.
-func tuneGC(limit int64) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(limit)
+// memoryLimit is how the gateway sets its soft memory limit, unless
+// GOMEMLIMIT does. GOGC stays Go's 100 unless set: between Badger's
+// background jobs the live heap is small, so collecting at 2x it costs
+// little memory; the limit collects the peak of a memtable flush meeting
+// a compaction early instead of letting the heap grow to twice that peak.
+func memoryLimit() func(int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return nil
 	}
+	return func(n int64) { debug.SetMemoryLimit(n) }
 }

@@ -71,6 +71,12 @@ type Options struct {
 	// "in-process"); nil means those built into this binary
 	// (core/gateway/builtin).
 	Builtins map[string]host.Builtin
+	// MemoryLimit, when set, is given the process's soft memory limit:
+	// server.memory_limit plus the large request bodies held at the
+	// moment (up to max_body_memory), so a burst of them is room for the
+	// heap rather than a reason to collect without pause. Nil leaves the
+	// runtime's limit alone (tests running gateways in one process).
+	MemoryLimit func(bytes int64)
 }
 
 // Gateway is one running Tollgate.
@@ -334,6 +340,11 @@ func (g *Gateway) provisionPipeline(ctx context.Context) error {
 	g.limits = g.limiter()
 	g.logLimit = ratelimit.NewPerKey(60, time.Minute, now)
 	g.bodies = server.NewBodies(cfg.Server.MaxBodyMemoryOrDefault())
+	if set := g.o.MemoryLimit; set != nil {
+		base := cfg.Server.MemoryLimitOrDefault()
+		set(base)
+		g.bodies.Watch(func(held int64) { set(base + held) })
+	}
 	g.auth = pipeline.NewAuthenticator(g.store, now)
 	g.health = pipeline.NewHealth(now)
 	g.billing = billingcompat.New(g.store, now)

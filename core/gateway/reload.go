@@ -73,8 +73,8 @@ func (g *Gateway) nextGeneration(ctx context.Context, cfg *config.Config) (*gene
 				g.log.Warn("reload: a plugin's path changed; the running one is kept until a restart", "plugin", name, "running", p.Path(), "config", sp.path)
 			case !p.InProcess() && p.Procs() != cmp.Or(sp.procs, host.DefaultProcs()):
 				g.log.Warn("reload: a plugin's gomaxprocs changed; its process keeps its own until a restart", "plugin", name, "running", p.Procs(), "config", cmp.Or(sp.procs, host.DefaultProcs()))
-			case !p.InProcess() && p.MemoryLimit() != cmp.Or(sp.memory, host.DefaultMemoryLimit):
-				g.log.Warn("reload: a plugin's memory_limit changed; its process keeps its own until a restart", "plugin", name, "running", p.MemoryLimit(), "config", cmp.Or(sp.memory, host.DefaultMemoryLimit))
+			case !p.InProcess() && p.MemoryLimit() != sp.memory:
+				g.log.Warn("reload: a plugin's memory_limit changed; its process keeps its own until a restart", "plugin", name, "running", p.MemoryLimit(), "config", sp.memory)
 			}
 			old := p.Config()
 			if err := p.Configure(ctx, vc); err != nil {

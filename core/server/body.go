@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,8 @@ const largeBody = 1 << 20
 type Bodies struct {
 	limit int64
 	used  atomic.Int64
+	mu    sync.Mutex        // orders the calls of watch
+	watch func(inUse int64) // nil: nobody follows the bytes held
 }
 
 // NewBodies returns a budget of limit bytes.
@@ -45,13 +48,29 @@ func (b *Bodies) take(n int64) bool {
 		b.used.Add(-n)
 		return false
 	}
+	b.changed()
 	return true
 }
 
 func (b *Bodies) give(n int64) {
 	if b != nil && n > 0 {
 		b.used.Add(-n)
+		b.changed()
 	}
+}
+
+// Watch has f called with the bytes held after each change, the calls in
+// the order of the changes (the gateway's memory limit follows them). Set
+// it before the first body.
+func (b *Bodies) Watch(f func(inUse int64)) { b.watch = f }
+
+func (b *Bodies) changed() {
+	if b.watch == nil {
+		return
+	}
+	b.mu.Lock()
+	b.watch(b.used.Load())
+	b.mu.Unlock()
 }
 
 // InUse is the bytes reserved now (tests, metrics).

@@ -308,3 +308,43 @@ func TestEdgeClientThatReadsNothing(t *testing.T) {
 		t.Fatalf("balance %s held %s, want %s", bal, held, money.MustParse(signupCredit)-want)
 	}
 }
+
+// The gateway's soft memory limit makes room for the large bodies it
+// holds (up to max_body_memory): without it, a burst of uploads larger
+// than memory_limit would keep the collector running without pause.
+func TestMemoryLimitFollowsLargeBodies(t *testing.T) {
+	t.Parallel()
+	_, url := hostileUpstream(t, vendorsim.HostileOptions{MaxEvents: 1000, MaxTime: 10 * time.Second})
+	server := strings.ReplaceAll(edgeServer, `max_body_memory = "24MB"`, `max_body_memory = "24MB"
+  memory_limit    = "40MB"`)
+	g := testgw.Start(t, testgw.Options{Config: hostileConfig(url, strings.ReplaceAll(server, "@HOSTILE@", url)),
+		Env: []string{"GOMEMLIMIT="}, Args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	murl := metricsURL(t, g)
+	limitIs := func(want float64) {
+		t.Helper()
+		var got float64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			fams, _ := scrape(t, murl)
+			if got = value(series(t, fams, "go_gc_gomemlimit_bytes", nil)); got == want {
+				return
+			}
+		}
+		t.Fatalf("memory limit %v bytes, want %v", got, want)
+	}
+	limitIs(40 << 20)
+	w := newWallet(g)
+	big := chatPayload("h-chat", 20<<20)
+	c := rawConn(t, g, 0)
+	head(t, c, "POST", "/v1/chat/completions", w.key, len(big))
+	if _, err := io.WriteString(c, big[:2<<20]); err != nil {
+		t.Fatal(err)
+	}
+	limitIs(float64(40<<20 + len(big))) // held while it arrives
+	if _, err := io.WriteString(c, big[2<<20:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := answer(t, c, 10*time.Second); resp.StatusCode != 200 {
+		t.Fatalf("the body: %d %s", resp.StatusCode, body)
+	}
+	limitIs(40 << 20)
+}

@@ -112,7 +112,7 @@ func Available() []string {
 
 // Exec is how a plugin process is started: its binary, how many threads
 // it runs Go code on (0: DefaultProcs), and its soft memory limit in bytes
-// (0: DefaultMemoryLimit).
+// (0: none, Go's default).
 type Exec struct {
 	Path        string
 	Procs       int
@@ -125,9 +125,7 @@ func (h *Host) Start(ctx context.Context, name string, exe Exec, cfg vendor.Conf
 	if exe.Procs <= 0 {
 		exe.Procs = DefaultProcs()
 	}
-	if exe.MemoryLimit <= 0 {
-		exe.MemoryLimit = DefaultMemoryLimit
-	}
+	exe.MemoryLimit = max(exe.MemoryLimit, 0)
 	life, cancel := context.WithCancel(context.Background())
 	p := &Plugin{
 		name: name, path: exe.Path, procs: exe.Procs, memLimit: exe.MemoryLimit, cfg: cfg, log: h.log.Named(name),
@@ -210,7 +208,10 @@ func (p *Plugin) launch(ctx context.Context) error {
 	cmd := exec.Command(p.path)
 	// A plugin sees only its own config, never the host's environment; it
 	// is told how many threads to run Go code on and its memory limit.
-	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(p.procs), "GOMEMLIMIT=" + strconv.FormatInt(p.memLimit, 10)}
+	cmd.Env = []string{"GOMAXPROCS=" + strconv.Itoa(p.procs)}
+	if p.memLimit > 0 {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(p.memLimit, 10))
+	}
 	ownGroup(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  vendor.Handshake,
@@ -251,12 +252,6 @@ func (p *Plugin) launch(ctx context.Context) error {
 // another thread woken for each goroutine hand-off. With one P instead of
 // two here, a plugin spent about 15% less CPU per call.
 func DefaultProcs() int { return max(1, runtime.GOMAXPROCS(0)/2) }
-
-// DefaultMemoryLimit is a plugin process's soft memory limit (its
-// GOMEMLIMIT) unless its plugin block sets memory_limit. A vendor plugin
-// under load holds about 12 MB; the limit only bounds a momentary peak
-// (a burst of large bodies), collected before the process grows past it.
-const DefaultMemoryLimit = 32 << 20
 
 // configure hands v the plugin's config and makes it current; on a
 // refusal it calls abandon and keeps nothing.
