@@ -158,6 +158,13 @@ func newBenchGateway(b testing.TB) *benchGateway {
 // newGatewayWith is the bench's gateway on the vendor v.
 func newGatewayWith(b testing.TB, v vendor.Vendor) *benchGateway {
 	b.Helper()
+	return newGatewayOn(b, v, nil)
+}
+
+// newGatewayOn is newGatewayWith with the store seen through wrap (nil:
+// as it is).
+func newGatewayOn(b testing.TB, v vendor.Vendor, wrap func(store.Store) store.Store) *benchGateway {
+	b.Helper()
 	cfg, err := config.Parse([]byte(benchConfig), "bench.hcl")
 	if err != nil {
 		b.Fatal(err)
@@ -176,7 +183,11 @@ func newGatewayWith(b testing.TB, v vendor.Vendor) *benchGateway {
 	if err := st.CreateKey(ctx, k); err != nil {
 		b.Fatal(err)
 	}
-	d := &Deps{Config: cfg, Store: st, Logger: hclog.NewNullLogger(), Now: time.Now,
+	var ds store.Store = st
+	if wrap != nil {
+		ds = wrap(st)
+	}
+	d := &Deps{Config: cfg, Store: ds, Logger: hclog.NewNullLogger(), Now: time.Now,
 		Vendors: map[string]vendor.Vendor{"fake": v}}
 	g := &benchGateway{stages: map[string]Stage{}, raw: raw}
 	reg := NewRegistry()
@@ -351,7 +362,7 @@ func BenchmarkRelay(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				rl := newRelay(copyCall(base), nil)
+				rl := newRelay(copyCall(base), nil, FlushWait)
 				if err := rl.Head(vendor.Head{Status: 200}); err != nil {
 					b.Fatal(err)
 				}
@@ -365,6 +376,7 @@ func BenchmarkRelay(b *testing.B) {
 						}
 					}
 				}
+				rl.hold.quiet() // as dispatch does once the upstream call returns
 				if err != nil || !rl.track.Complete() {
 					b.Fatalf("relay: %v, complete %v", err, rl.track.Complete())
 				}

@@ -45,6 +45,8 @@ type dispatchStage struct {
 	now     func() time.Time
 	log     hclog.Logger
 	tracer  trace.Tracer // nil: tracing off
+	// flushWait is how long a stream's relay holds its writes (FlushWait).
+	flushWait time.Duration
 }
 
 func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
@@ -57,7 +59,7 @@ func newDispatch(d *Deps, _ map[string]string) (Stage, error) {
 		red = RedactorFor(d.Config)
 	}
 	return &dispatchStage{vendors: d.Vendors, jobs: d.Jobs, store: d.Store, files: d.Files, tasks: d.Tasks,
-		health: h, red: red, now: d.Now, log: d.Logger.Named("dispatch"), tracer: d.Tracer}, nil
+		health: h, red: red, now: d.Now, log: d.Logger.Named("dispatch"), tracer: d.Tracer, flushWait: FlushWait}, nil
 }
 
 func (s *dispatchStage) Name() string { return "dispatch" }
@@ -449,7 +451,9 @@ func (c *Call) responseOptions() translate.ResponseOptions {
 // relay is the vendor.Sink of a streaming call: it writes each upstream
 // event to the client as it comes, translated when needed, and tracks usage.
 // It stops the upstream at the output limit sent there (outlimit.go) and
-// ends the stream at an event that does not parse.
+// ends the stream at an event that does not parse. Each batch of events
+// (those of one upstream read) goes out in one flush, the last with the
+// response's end (relayhold.go).
 type relay struct {
 	c         *Call
 	red       *redact.Redactor
@@ -464,6 +468,7 @@ type relay struct {
 	stopped   bool              // ended at the output limit
 	broken    bool              // ended at an event that does not parse
 	namer     *codec.ModelNamer // native streams: the gateway's model id
+	hold      relayHold         // what is written and not yet flushed
 
 	// What out and namer point to: the relay is one allocation.
 	outW   sse.Writer
@@ -485,6 +490,7 @@ func (r *relay) Head(h vendor.Head) error {
 }
 
 func (r *relay) Event(ev vendor.Event) error {
+	r.hold.quiet()
 	err := r.add(ev)
 	r.flush()
 	return err
@@ -492,6 +498,7 @@ func (r *relay) Event(ev vendor.Event) error {
 
 // Events writes events that arrived together and flushes once.
 func (r *relay) Events(evs []vendor.Event) error {
+	r.hold.quiet()
 	var err error
 	for _, ev := range evs {
 		if err = r.add(ev); err != nil {
@@ -502,12 +509,14 @@ func (r *relay) Events(evs []vendor.Event) error {
 	return err
 }
 
-// flush sends what add wrote. Once a translated stream is complete, the
-// translator's End follows as soon as the upstream call returns: the
-// last batch goes out with End's events in one flush, as a native
-// stream's last batch ends with its terminator.
+// flush sends what add wrote. Once the stream is complete, its last
+// batch is held: the upstream call returns right after its terminator,
+// and the batch goes out with the response's end, after the settlement
+// (a translated stream's with the translator's End), in one write. An
+// upstream that lingers past FlushWait gets it flushed then.
 func (r *relay) flush() {
-	if r.tr != nil && r.track.Complete() && !r.stopped {
+	if r.track.Complete() && !r.stopped {
+		r.hold.hold()
 		return
 	}
 	r.out.Flush()
@@ -552,7 +561,7 @@ func sameBytes(a, b []byte) bool {
 }
 
 // newRelay returns the relay of c's stream.
-func newRelay(c *Call, red *redact.Redactor) *relay {
+func newRelay(c *Call, red *redact.Redactor, wait time.Duration) *relay {
 	rl := &relay{
 		c:         c,
 		red:       red,
@@ -560,6 +569,7 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 		keepUsage: c.Protocol != protocol.OpenAIChat || c.Req.IncludeUsage,
 	}
 	rl.out = rl.outW.Init(c.W, rl.outBuf[:0])
+	rl.hold.wait, rl.hold.w = wait, c.W
 	if c.Route.Translator != nil {
 		rl.tr = c.Route.Translator.NewStream(c.responseOptions())
 		rl.chunk = rl.track.Chunk()
@@ -572,8 +582,10 @@ func newRelay(c *Call, red *redact.Redactor) *relay {
 }
 
 func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, req *vendor.ChatRequest) (outcome, error) {
-	rl := newRelay(c, s.red)
+	rl := newRelay(c, s.red, s.flushWait)
+	defer rl.hold.quiet() // should the stream panic: no flush after the response
 	err := v.ChatStream(ctx, req, rl)
+	rl.hold.quiet() // the writer is the chain's again
 	c.Usage = rl.track.Usage()
 	c.OutputChars = rl.track.OutputChars()
 	switch {
@@ -600,7 +612,6 @@ func (s *dispatchStage) stream(ctx context.Context, c *Call, v vendor.Vendor, re
 		// The translator's last events (the close of a block, the final
 		// usage, the terminator) go out with the last batch (relay.flush).
 		werr := rl.tr.End(rl.emit)
-		rl.out.Flush()
 		if werr != nil {
 			err, complete = werr, false
 		}
