@@ -109,8 +109,14 @@ func TestDiskFullAtEachMoment(t *testing.T) {
 		midCalls = append(midCalls, a.c.Header.Get("x-gateway-trace"))
 	}
 	for _, id := range midCalls {
-		if !strings.Contains(g.Output(), "waits in memory, its hold kept, and is written when it can: request_id="+id) {
-			t.Errorf("the settlement of %s did not meet the full disk (it was written before the fill)", id)
+		// The gateway's output reaches the test through a pipe: under load
+		// its line may come a moment after the answer.
+		line := "waits in memory, its hold kept, and is written when it can: request_id=" + id
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(g.Output(), line); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the settlement of %s did not meet the full disk (it was written before the fill)", id)
+				break
+			}
 		}
 	}
 	if st, p := readyz(t, g); st != 503 || !strings.Contains(strings.Join(p, " "), "settlement") {
