@@ -76,24 +76,25 @@ func openBucket(ctx context.Context, rawURL, dir string) (buckets, error) {
 		if dir == "" {
 			return buckets{}, errors.New("files: no storage URL and no directory")
 		}
-		b, err := localblob.OpenBucket(dir, &localOptions)
+		bs, err := openLocal(ctx, &url.URL{Scheme: fileblob.Scheme, Path: filepath.ToSlash(dir)})
 		if err != nil {
 			return buckets{}, fmt.Errorf("files: directory %s: %w", dir, err)
 		}
-		o := fileOptions
-		earlier, err := fileblob.OpenBucket(dir, &o)
-		if err != nil {
-			_ = b.Close()
-			return buckets{}, fmt.Errorf("files: directory %s: %w", dir, err)
-		}
-		return buckets{b, earlier}, nil
+		return bs, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return buckets{}, fmt.Errorf("files: storage URL: %w", err)
 	}
 	scheme := strings.ToLower(u.Scheme)
-	if _, ok := ops[scheme]; !ok && scheme != fileblob.Scheme {
+	if scheme == fileblob.Scheme {
+		bs, err := openLocal(ctx, u)
+		if err != nil {
+			return buckets{}, fmt.Errorf("files: storage URL %s: %w", redactURL(rawURL), err)
+		}
+		return bs, nil
+	}
+	if _, ok := ops[scheme]; !ok {
 		names := []string{fileblob.Scheme + "://"}
 		for k := range ops {
 			names = append(names, k+"://")
@@ -103,13 +104,6 @@ func openBucket(ctx context.Context, rawURL, dir string) (buckets, error) {
 			return buckets{}, fmt.Errorf("files: storage URL %q has no scheme (supported: %s)", redactURL(rawURL), strings.Join(names, ", "))
 		}
 		return buckets{}, fmt.Errorf("files: storage URL scheme %q is not supported (supported: %s)", scheme, strings.Join(names, ", "))
-	}
-	if scheme == fileblob.Scheme {
-		bs, err := openLocal(ctx, u)
-		if err != nil {
-			return buckets{}, fmt.Errorf("files: storage URL %s: %w", redactURL(rawURL), err)
-		}
-		return bs, nil
 	}
 	mux := new(blob.URLMux)
 	for k, o := range ops {

@@ -61,11 +61,7 @@ type Options struct {
 
 // Store is the hosted-files store. It is safe for concurrent use.
 type Store struct {
-	bucket *blob.Bucket
-	// earlier is fileblob on the same directory when the bucket is a local
-	// one (localblob): files of the earlier layout, read, deleted and swept
-	// as before. nil for other buckets.
-	earlier    *blob.Bucket
+	buckets    // bucket takes new files; earlier (local directories only) the earlier layout's
 	key        []byte
 	now        func() time.Time
 	log        hclog.Logger
@@ -132,8 +128,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("files: %s: %w", where(o), err)
 	}
 	s := &Store{
-		bucket:     bs.bucket,
-		earlier:    bs.earlier,
+		buckets:    bs,
 		key:        signingKey(o.Secret),
 		now:        o.Now,
 		log:        o.Logger,
@@ -165,7 +160,7 @@ func where(o Options) string {
 }
 
 // Close releases the bucket. Stop Run (cancel its context) first.
-func (s *Store) Close() error { return buckets{s.bucket, s.earlier}.close() }
+func (s *Store) Close() error { return s.buckets.close() }
 
 // Put stores f and returns its id and expiry. The content streams to the
 // bucket; a failed or oversized Put leaves nothing behind.

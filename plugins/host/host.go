@@ -125,7 +125,6 @@ func (h *Host) Start(ctx context.Context, name string, exe Exec, cfg vendor.Conf
 	if exe.Procs <= 0 {
 		exe.Procs = DefaultProcs()
 	}
-	exe.MemoryLimit = max(exe.MemoryLimit, 0)
 	life, cancel := context.WithCancel(context.Background())
 	p := &Plugin{
 		name: name, path: exe.Path, procs: exe.Procs, memLimit: exe.MemoryLimit, cfg: cfg, log: h.log.Named(name),

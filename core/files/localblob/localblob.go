@@ -12,7 +12,8 @@
 // As exposes, as fileblob does: Bucket: os.FileInfo (of the directory);
 // Error: *os.PathError; Attributes and ListObject: os.FileInfo;
 // ReaderOptions.BeforeRead and WriterOptions.BeforeWrite (and
-// CopyOptions.BeforeCopy): *os.File. SignedURL is not implemented.
+// CopyOptions.BeforeCopy): *os.File. SignedURL answers Unimplemented, as
+// fileblob does without a URL signer: the gateway signs its own links.
 package localblob
 
 import (
@@ -49,7 +50,7 @@ type bucket struct {
 
 var (
 	errExists        = errors.New("localblob: blob exists")
-	errUnimplemented = errors.New("localblob: SignedURL is not implemented")
+	errUnimplemented = errors.New("localblob: signed URLs are not offered (the gateway signs its own links)")
 )
 
 // OpenBucket opens the directory dir as a bucket.
@@ -343,7 +344,7 @@ func (b *bucket) Delete(ctx context.Context, key string, opts *driver.DeleteOpti
 	return os.Remove(path)
 }
 
-// SignedURL implements driver.Bucket: not supported.
+// SignedURL implements driver.Bucket: refused with Unimplemented, by design.
 func (b *bucket) SignedURL(context.Context, string, *driver.SignedURLOptions) (string, error) {
 	return "", errUnimplemented
 }
