@@ -556,6 +556,7 @@ func TestGetLogTechView(t *testing.T) {
 	})
 	bare := f.seed(keyOwn, time.Hour, nil)
 	other := f.seed(keyOther, time.Hour, nil)
+	strange := f.seed(keyOwn, time.Hour, func(r *store.LogRow) { r.Tech = &store.TechView{Kind: "avatar"} })
 	foreign := f.seed(keyForeign, time.Hour, nil)
 	path := func(id uint64) string { return "/v1/logs/" + strconv.FormatUint(id, 10) }
 
@@ -570,6 +571,12 @@ func TestGetLogTechView(t *testing.T) {
 		w := f.get(keyOwn, path(bare))
 		want := `{"id":2,"kind":null,"request":[],"upstream":[],"gateway":[],"request_note":null}`
 		if w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+	t.Run("a kind outside the spec's vocabulary is null", func(t *testing.T) {
+		w := f.get(keyOwn, path(strange))
+		if w.Code != 200 || !strings.Contains(w.Body.String(), `"kind":null`) {
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
 	})
@@ -680,19 +687,49 @@ func TestSummaryCache(t *testing.T) {
 	if got := f.get(keyOwn, "/v1/logs/summary?period=today").Body.String(); got == first || !strings.Contains(got, `"requests":2`) {
 		t.Fatalf("stale after the minute: %s", got)
 	}
-	// A fixed window expires after 60 s.
+	// A fixed window is cached until its minute ends (12:01:10 to 12:02).
 	q := "/v1/logs/summary?from=2025-06-18&to=2025-06-18"
 	f.get(keyOwn, q)
 	scans = f.st.scanCount()
-	f.clock.Advance(59 * time.Second)
+	f.clock.Advance(49 * time.Second)
 	f.get(keyOwn, q)
 	if f.st.scanCount() != scans {
-		t.Fatal("recomputed within 60 s")
+		t.Fatal("recomputed within the minute")
 	}
 	f.clock.Advance(time.Second)
 	f.get(keyOwn, q)
 	if f.st.scanCount() != scans+1 {
-		t.Fatal("not recomputed after 60 s")
+		t.Fatal("not recomputed in the next minute")
+	}
+}
+
+// A from and to window is answered as asked, to the nanosecond, as the
+// list answers it; only a period's window (which ends now) is widened to
+// the minute.
+func TestSummaryExactWindow(t *testing.T) {
+	f := newFixture(t)
+	f.seed(keyOwn, 90*time.Second, nil)                 // 11:58:30
+	f.seed(keyOwn, 70*time.Second, nil)                 // 11:58:50
+	f.seed(keyOwn, 70*time.Second-time.Nanosecond, nil) // 11:58:50 + 1 ns
+	f.seed(keyOwn, 50*time.Second, nil)                 // 11:59:10
+	from, to := fixNow.Add(-70*time.Second), fixNow.Add(-50*time.Second)
+	target := "/v1/logs/summary?" + url.Values{"from": {formatTime(from)}, "to": {formatTime(to)}}.Encode()
+	var s struct {
+		PeriodFrom string `json:"period_from"`
+		PeriodTo   string `json:"period_to"`
+		Total      struct{ Requests int64 }
+	}
+	w := f.get(keyOwn, target)
+	if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil || w.Code != 200 {
+		t.Fatalf("%d %s: %v", w.Code, w.Body, err)
+	}
+	if s.Total.Requests != 2 || s.PeriodFrom != formatTime(from) || s.PeriodTo != formatTime(to) {
+		t.Fatalf("requests %d over [%s, %s), want 2 over [%s, %s)", s.Total.Requests, s.PeriodFrom, s.PeriodTo, formatTime(from), formatTime(to))
+	}
+	// Another window within the same minute is its own entry.
+	target = "/v1/logs/summary?" + url.Values{"from": {formatTime(from.Add(time.Nanosecond))}, "to": {formatTime(to)}}.Encode()
+	if w := f.get(keyOwn, target); !strings.Contains(w.Body.String(), `"requests":1,`) {
+		t.Fatalf("a window 1 ns shorter: %s", w.Body)
 	}
 }
 

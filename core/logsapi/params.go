@@ -34,6 +34,10 @@ var validUnitTypes = map[string]bool{
 	"voice": true, "search": true, "transcript": true, "chat": true,
 }
 
+// techKinds are the kinds a technical view may name (else null): the
+// spec's closed vocabulary, whatever a plugin's family describes.
+var techKinds = map[string]bool{"video": true, "image": true, "music": true, "audio": true}
+
 func badRequest(format string, args ...any) *apierr.Error {
 	return apierr.Newf(apierr.InvalidRequest, format, args...)
 }
@@ -106,6 +110,8 @@ func parseScope(q url.Values, v Viewer) (scope, *apierr.Error) {
 // window is a resolved [from, to) range.
 type window struct {
 	from, to time.Time
+	// relative: resolved from period against now (not from and to).
+	relative bool
 }
 
 // parseWindow resolves period or from/to against now. allowAll tells
@@ -130,7 +136,7 @@ func parseWindow(q url.Values, now time.Time, allowAll bool) (window, *apierr.Er
 		}
 		return window{from: from, to: to}, nil
 	}
-	w := window{to: now}
+	w := window{to: now, relative: true}
 	switch p := q.Get("period"); p {
 	case "", "30d":
 		w.from = now.Add(-30 * 24 * time.Hour)
@@ -165,7 +171,7 @@ func parseBound(s string, upper bool) (time.Time, error) {
 			t = t.AddDate(0, 0, 1)
 		}
 	} else {
-		ts, err := time.Parse(time.RFC3339Nano, s)
+		ts, err := time.Parse(time.RFC3339Nano, rfc3339(s))
 		if err != nil {
 			return t, errBound(s)
 		}
@@ -178,6 +184,28 @@ func parseBound(s string, upper bool) (time.Time, error) {
 		t = maxTime
 	}
 	return t, nil
+}
+
+// rfc3339 undoes what a client's URL building does to a timestamp: an
+// offset's '+' left unescaped in a query arrives as a space. It also takes
+// the lower-case 't' and 'z', and the space between date and time, that
+// RFC 3339 allows and Go's parser does not.
+func rfc3339(s string) string {
+	n := len(s)
+	if n < len("2006-01-02T15:04:05Z") {
+		return s
+	}
+	b := []byte(s)
+	if b[10] == 't' || b[10] == ' ' {
+		b[10] = 'T'
+	}
+	if b[n-1] == 'z' {
+		b[n-1] = 'Z'
+	}
+	if n >= len("2006-01-02T15:04:05+07:00") && b[n-6] == ' ' && b[n-3] == ':' {
+		b[n-6] = '+'
+	}
+	return string(b)
 }
 
 type boundError string
@@ -349,7 +377,8 @@ func parseExport(q url.Values, v Viewer, now time.Time) (listParams, *apierr.Err
 }
 
 // parseSummary parses the summary's parameters: scope and window only,
-// at most 365 days, widened to whole minutes (the cache's buckets).
+// at most 365 days. A period's window, which ends now, is widened to whole
+// minutes: the cache's bucket. A from and to window is answered exactly.
 func parseSummary(q url.Values, v Viewer, now time.Time) (scope, window, *apierr.Error) {
 	for _, name := range rowFilterParams {
 		if q.Get(name) != "" {
@@ -366,6 +395,9 @@ func parseSummary(q url.Values, v Viewer, now time.Time) (scope, window, *apierr
 	}
 	if w.to.Sub(w.from) > maxSummaryWindow {
 		return s, w, badRequest("the summary window is at most 365 days")
+	}
+	if !w.relative {
+		return s, w, nil
 	}
 	w.from = w.from.Truncate(time.Minute)
 	if t := w.to.Truncate(time.Minute); !t.Equal(w.to) {

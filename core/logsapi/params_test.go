@@ -47,6 +47,12 @@ func TestParseWindow(t *testing.T) {
 		{desc: "from after to", query: "from=2025-06-03&to=2025-06-01", wantErr: "after"},
 		{desc: "bad date", query: "from=2025-13-01&to=2025-06-01", wantErr: "from:"},
 		{desc: "bad timestamp", query: "from=2025-06-01&to=yesterday", wantErr: "to:"},
+		{desc: "an offset's unescaped + arrives as a space", query: "from=2025-06-01T12:00:00+02:00&to=2025-06-01T13:00:00-02:00",
+			from: time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC), to: time.Date(2025, 6, 1, 15, 0, 0, 0, time.UTC)},
+		{desc: "lower-case t and z, a space for T", query: "from=2025-06-01t10:00:00z&to=2025-06-01%2011:00:00.5Z",
+			from: time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC), to: time.Date(2025, 6, 1, 11, 0, 0, 500_000_000, time.UTC)},
+		{desc: "a timestamp without an offset", query: "from=2025-06-01T10:00:00&to=2025-06-02", wantErr: "from:"},
+		{desc: "an offset without its colon", query: "from=2025-06-01T10:00:00+0200&to=2025-06-02", wantErr: "from:"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -267,6 +273,8 @@ func TestParseSummary(t *testing.T) {
 	}{
 		{desc: "window widened to whole minutes", query: "period=7d",
 			from: testNow.Add(-7 * 24 * time.Hour).Truncate(time.Minute), to: testNow.Truncate(time.Minute).Add(time.Minute)},
+		{desc: "from and to are answered exactly", query: "from=2025-06-01T10:00:30.5Z&to=2025-06-01T10:01:10Z",
+			from: time.Date(2025, 6, 1, 10, 0, 30, 500_000_000, time.UTC), to: time.Date(2025, 6, 1, 10, 1, 10, 0, time.UTC)},
 		{desc: "365 days accepted", query: "from=2024-01-01&to=2024-12-30",
 			from: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), to: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)},
 		{desc: "window over 365 days", query: "from=2024-01-01&to=2024-12-31", wantErr: "365 days"},

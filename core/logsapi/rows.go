@@ -138,7 +138,9 @@ func toTech(row *store.LogRow, red *redact.Redactor) Tech {
 	if t == nil {
 		return out
 	}
-	out.Kind = nullable(t.Kind)
+	if techKinds[t.Kind] {
+		out.Kind = &t.Kind
+	}
 	out.Request = redactKVs(t.Request, red)
 	out.Upstream = redactKVs(t.Upstream, red)
 	out.Gateway = redactKVs(t.Gateway, red)

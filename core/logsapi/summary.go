@@ -18,7 +18,8 @@ import (
 	"github.com/tollgate-gw/tollgate/store"
 )
 
-// summaryTTL is how long a computed summary is served from the cache.
+// summaryTTL is the cache's bucket: a summary is served from the cache
+// until the end of the minute it was computed in.
 const summaryTTL = 60 * time.Second
 
 // Total is a summary's sum of requests, cost and tokens. Costs are
@@ -110,7 +111,7 @@ func (c *StatusCounts) merge(u *StatusCounts) {
 
 // Summary answers the summary of v's rows with the parameters of GET
 // /v1/logs/summary, as the API does: from the cache when a request for the
-// same scope and minute-aligned window was answered within summaryTTL.
+// same scope and window was answered earlier in the same minute.
 func (h *Handler) Summary(ctx context.Context, v Viewer, params url.Values) (*Summary, *apierr.Error) {
 	sum, _, err := h.summary(ctx, v, params, true)
 	return sum, err
@@ -152,7 +153,8 @@ func (h *Handler) summary(ctx context.Context, v Viewer, params url.Values, cach
 	if err := enc.Encode(sum); err != nil {
 		return nil, nil, apierr.Internal(err)
 	}
-	h.cache.put(ck, cacheEntry{sum: sum, body: buf.Bytes()}, now)
+	// Minute-aligned buckets: the entry lives until its minute ends.
+	h.cache.put(ck, cacheEntry{sum: sum, body: buf.Bytes()}, now.Truncate(summaryTTL))
 	return sum, buf.Bytes(), nil
 }
 
@@ -166,8 +168,8 @@ func (h *Handler) serveSummary(w http.ResponseWriter, r *http.Request, v Viewer)
 	_, _ = w.Write(body)
 }
 
-// summaryKey is the cache key: who is summarised and the window, which
-// parseSummary has already aligned on whole minutes.
+// summaryKey is the cache key: who is summarised and the window (a
+// period's window parseSummary has aligned on whole minutes).
 func summaryKey(q store.LogQuery, scopeName string) string {
 	b := make([]byte, 0, 96)
 	b = append(b, q.AccountID...)
@@ -176,9 +178,9 @@ func summaryKey(q store.LogQuery, scopeName string) string {
 	b = append(b, 0)
 	b = append(b, q.KeyID...)
 	b = append(b, 0)
-	b = strconv.AppendInt(b, q.From.Unix(), 10)
+	b = strconv.AppendInt(b, q.From.UnixNano(), 10)
 	b = append(b, '-')
-	b = strconv.AppendInt(b, q.To.Unix(), 10)
+	b = strconv.AppendInt(b, q.To.UnixNano(), 10)
 	return string(b)
 }
 
