@@ -127,6 +127,8 @@ var mediaPrices = map[string]string{
 	// the real vendors' models (media_vendors_test.go)
 	"oai-tts": "0.000015", "sora": "0.1", "suno-music": "0.12", "eleven-clone": "0.5", "eleven-tts": "0.00003",
 	"tavily-search": "0.008",
+	// the embedded default's sim models
+	"sim-image": "0.04", "sim-video": "0.05", "sim-music": "0.20", "sim-speech": "0.000015",
 }
 
 type mediaEnv struct {
