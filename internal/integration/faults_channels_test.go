@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/tollgate-gw/tollgate/internal/testgw"
 	"github.com/tollgate-gw/tollgate/plugins/sim"
 )
@@ -106,6 +108,16 @@ func TestFaultsChannelFailover(t *testing.T) {
 					t.Errorf("attempt %v, want error_code %s seq 1", att, c.attemptCode)
 				}
 				w.settled(t, 1)
+				// The failed attempt is no request of the summary and no
+				// error of its status_counts.
+				s := do(t, "GET", g.URL+"/v1/logs/summary?period=today", bearer(w.key), "")
+				if gjson.GetBytes(s.Body, "total.requests").Int() != 1 || gjson.GetBytes(s.Body, "status_counts.success").Int() != 1 ||
+					gjson.GetBytes(s.Body, "status_counts.error").Int() != 0 || gjson.GetBytes(s.Body, "by_model.0.requests").Int() != 1 {
+					t.Errorf("summary after a failover: %s", s.Body)
+				}
+				if p := getLogs(t, g, w.key, q("status", "error")); len(p.Data) != 0 {
+					t.Errorf("status=error lists %d rows after a failover", len(p.Data))
+				}
 			})
 		}
 	}
