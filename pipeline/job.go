@@ -80,6 +80,28 @@ type JobRoute struct {
 	Route vendor.FamilyRoute
 }
 
+// rowBilling is the billing identity the call's row shows: its family's,
+// or, for a call refused before its model chose a family (a 402 at
+// authentication, an unknown model, a bad body), what every family
+// declaring its route shares, so that the row still says image, video...
+// and not a token-billed call.
+func (j *Job) rowBilling() vendor.Billing {
+	if j.Spec != nil || len(j.Routes) == 0 {
+		return j.Billing
+	}
+	b := j.Routes[0].Spec.BillingOf(&j.Routes[0].Route)
+	for _, r := range j.Routes[1:] {
+		o := r.Spec.BillingOf(&r.Route)
+		if o.UnitType != b.UnitType {
+			b.UnitType = ""
+		}
+		if o.LogKind != b.LogKind {
+			b.LogKind = ""
+		}
+	}
+	return vendor.Billing{UnitType: b.UnitType, LogKind: b.LogKind}
+}
+
 // recorded reports whether the call is a task: an async job, or a
 // synchronous create its route keeps.
 func (j *Job) recorded() bool { return j.Async || j.Route.Recorded }

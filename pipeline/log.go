@@ -198,7 +198,7 @@ func (s *logStage) row(c *Call) *store.LogRow {
 		r.AttemptsCount = &a.attempts
 	}
 	if j := c.Job; j != nil {
-		r.UnitType = j.Billing.UnitType
+		r.UnitType = j.rowBilling().UnitType
 		a.units = unitCount(j.Units)
 		if c.Err != nil || !c.Served {
 			a.units = 0
@@ -322,7 +322,7 @@ func techView(c *Call, t *store.TechView, kv *[12]store.KV) *store.TechView {
 		t.Gateway = append(t.Gateway, store.KV{K: "hold", V: nums[endMax:]})
 	}
 	if j := c.Job; j != nil {
-		t.Kind = j.Billing.LogKind
+		t.Kind = j.rowBilling().LogKind
 		t.Request = append(t.Request, store.KV{K: "operation", V: j.Route.Operation}, store.KV{K: "async", V: strconv.FormatBool(j.Async)})
 		if len(j.Files) > 0 {
 			t.Request = append(t.Request, store.KV{K: "files", V: strconv.Itoa(len(j.Files))})

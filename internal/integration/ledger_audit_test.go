@@ -353,7 +353,38 @@ func TestLedgerLogsAreFreeAtAnyBalance(t *testing.T) {
 	if refused.Status != 402 {
 		t.Fatalf("%d %s", refused.Status, refused.Body)
 	}
-	row := logsOf(t, g, brokeKey)[0]
+	// Every billed call gets a row, one refused at authentication
+	// included, and a media call's row says its unit type though its
+	// model was never read.
+	media := []struct{ path, body, unitType string }{
+		{"/v1/images/generations", `{"model":"sim-image","prompt":"x"}`, "image"},
+		{"/v1/videos/generations", `{"model":"sim-video","prompt":"x","duration":2}`, "video"},
+		{"/v1/videos/generations", `{"model":"dh-lipsync","source_video_url":"https://example.com/v.mp4","audio_url":"https://example.com/a.wav","duration":1}`, "video"},
+		{"/v1/audio/speech", `{"model":"sim-speech","input":"x","voice":"alloy"}`, "audio"},
+		{"/v1/search", `{"query":"x"}`, "search"},
+	}
+	for _, m := range media {
+		if c := do(t, "POST", g.URL+m.path, bearer(brokeKey), m.body); c.Status != 402 {
+			t.Fatalf("%s at zero balance: %d %s", m.path, c.Status, c.Body)
+		}
+	}
+	rows := logsOf(t, g, brokeKey)
+	if len(rows) != 1+len(media) {
+		t.Fatalf("%d rows for %d refused calls", len(rows), 1+len(media))
+	}
+	for i, r := range rows { // newest first
+		want := "" // the chat call, first made
+		if i < len(media) {
+			want = media[len(media)-1-i].unitType
+		}
+		if r["status"] != "rejected" || r["error_code"] != "quota_exceeded" || r["cost"] != "0" || str(r["unit_type"]) != want {
+			t.Errorf("row %d: %v, want unit_type %q", i, r, want)
+		}
+	}
+	if p := getLogs(t, g, brokeKey, q("unit_type", "chat")); len(p.Data) != 1 {
+		t.Errorf("unit_type=chat lists %d rows", len(p.Data))
+	}
+	row := rows[len(rows)-1]
 	for _, path := range []string{"/v1/logs", "/v1/logs?scope=account", "/v1/logs/summary", "/v1/logs/export.csv",
 		"/v1/logs/" + idStr(uint64(row["id"].(float64)))} {
 		if c := do(t, "GET", g.URL+path, bearer(brokeKey), ""); c.Status != 200 {
