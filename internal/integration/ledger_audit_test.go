@@ -13,9 +13,40 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/tollgate-gw/tollgate/core/config"
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/internal/testpg"
 )
+
+// ledgerStores are the stores the logs API's rules are checked on: both
+// answer every query (the filters, windows, order and totals are each
+// store's own code).
+var ledgerStores = []string{"badger", "postgres"}
+
+// startDefaultOn runs the embedded default on a store: Badger in the data
+// dir, or a fresh PostgreSQL database.
+func startDefaultOn(t *testing.T, kind string) *testgw.Gateway {
+	t.Helper()
+	if kind == "badger" {
+		return startGateway(t, testgw.Options{})
+	}
+	const badger = "store \"badger\" {\n  dir = \"./data\"\n}"
+	cfg := config.Render(config.Default(func(string) string { return "" }))
+	if !strings.Contains(cfg, badger) {
+		t.Fatalf("the rendered default has no %q block:\n%s", badger, cfg)
+	}
+	cfg = strings.Replace(cfg, badger, "store \"postgres\" {\n  url = env(\"DATABASE_URL\")\n}", 1)
+	return startGateway(t, testgw.Options{Config: cfg, Env: []string{"DATABASE_URL=" + testpg.Database(t),
+		"TOLLGATE_MASTER_KEY=5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5"}})
+}
+
+// onEachStore runs f as a subtest on each store.
+func onEachStore(t *testing.T, f func(t *testing.T, g *testgw.Gateway)) {
+	for _, kind := range ledgerStores {
+		t.Run(kind, func(t *testing.T) { f(t, startDefaultOn(t, kind)) })
+	}
+}
 
 // The rules of the call log that hold for every row, whatever wrote it:
 // checked on rows of chat calls (served, failed upstream, refused, refused
@@ -134,8 +165,9 @@ func checkRowTypes(t *testing.T, r map[string]any) {
 	}
 }
 
-func TestLedgerRowFieldsOfEveryKind(t *testing.T) {
-	g := startGateway(t, testgw.Options{})
+func TestLedgerRowFieldsOfEveryKind(t *testing.T) { onEachStore(t, testRowFieldsOfEveryKind) }
+
+func testRowFieldsOfEveryKind(t *testing.T, g *testgw.Gateway) {
 	acct := g.Account("1") // enough for the media calls, not for the dear chat's hold
 	_, key := g.Key(acct, nil)
 	rd := readers{g, acct}
@@ -306,7 +338,11 @@ func cellOf(v any) string {
 // An async job is no row while it runs (it is in_flight), then one row,
 // booked at its terminal instant.
 func TestLedgerAsyncJobBecomesARowWhenItEnds(t *testing.T) {
-	g, _, key := startDefault(t)
+	onEachStore(t, testAsyncJobBecomesARowWhenItEnds)
+}
+
+func testAsyncJobBecomesARowWhenItEnds(t *testing.T, g *testgw.Gateway) {
+	_, key := g.Key(g.Account(""), nil)
 	sub := do(t, "POST", g.URL+"/v1/videos/generations", bearer(key), `{"model":"sim-video","prompt":"slow [sim:latency=1500ms]","duration":2}`)
 	id := gjson.GetBytes(sub.Body, "id").Str
 	if id == "" {
@@ -345,8 +381,9 @@ func TestLedgerAsyncJobBecomesARowWhenItEnds(t *testing.T) {
 
 // The logs endpoints are free and answer at zero balance; an admin credit
 // is not a call, so it is no row and no part of a summary.
-func TestLedgerLogsAreFreeAtAnyBalance(t *testing.T) {
-	g := startGateway(t, testgw.Options{})
+func TestLedgerLogsAreFreeAtAnyBalance(t *testing.T) { onEachStore(t, testLogsAreFreeAtAnyBalance) }
+
+func testLogsAreFreeAtAnyBalance(t *testing.T, g *testgw.Gateway) {
 	broke := g.Account("0")
 	_, brokeKey := g.Key(broke, map[string]any{"logs_account_scope": true})
 	refused := do(t, "POST", g.URL+"/v1/chat/completions", bearer(brokeKey), chatBody("sim-chat", "hi", ""))
@@ -421,7 +458,11 @@ func TestLedgerLogsAreFreeAtAnyBalance(t *testing.T) {
 // The summary of a from/to window counts the rows the list returns for it,
 // to the nanosecond; a timestamp whose offset's + came unescaped is read.
 func TestLedgerSummaryWindowIsTheListsWindow(t *testing.T) {
-	g, _, key := startDefault(t)
+	onEachStore(t, testSummaryWindowIsTheListsWindow)
+}
+
+func testSummaryWindowIsTheListsWindow(t *testing.T, g *testgw.Gateway) {
+	_, key := g.Key(g.Account(""), nil)
 	for _, p := range []string{"one", "two", "three"} {
 		if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", p, "")); c.Status != 200 {
 			t.Fatalf("%d %s", c.Status, c.Body)

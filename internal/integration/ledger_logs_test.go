@@ -5,13 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-gw/tollgate/internal/testgw"
 )
 
 // TestLedgerLogsRules checks every rule of GET /v1/logs and /v1/logs/{id}
-// against the real binary: rows written by real chat calls through the sim
-// plugin, read back over HTTP.
-func TestLedgerLogsRules(t *testing.T) {
-	g, acct, _ := startDefault(t)
+// against the real binary, on each store: rows written by real chat calls
+// through the sim plugin, read back over HTTP.
+func TestLedgerLogsRules(t *testing.T) { onEachStore(t, testLedgerLogsRules) }
+
+func testLedgerLogsRules(t *testing.T, g *testgw.Gateway) {
+	acct := g.Account("")
 	rd := readers{g, acct}
 	w1ID, w1 := g.Key(acct, map[string]any{"name": "writer one"})
 	w2ID, w2 := g.Key(acct, map[string]any{"name": "writer two"})

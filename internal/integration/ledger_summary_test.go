@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/internal/testgw"
 )
 
 type summaryJSON struct {
@@ -43,9 +44,12 @@ type totals struct {
 }
 
 // TestLedgerSummary checks /v1/logs/summary against the rows the list
-// returns for the same scope and window, and its refusals.
-func TestLedgerSummary(t *testing.T) {
-	g, acct, key := startDefault(t)
+// returns for the same scope and window, and its refusals, on each store.
+func TestLedgerSummary(t *testing.T) { onEachStore(t, testLedgerSummary) }
+
+func testLedgerSummary(t *testing.T, g *testgw.Gateway) {
+	acct := g.Account("")
+	_, key := g.Key(acct, nil)
 	rd := readers{g, acct}
 	_, key2 := g.Key(acct, nil)
 	for i, p := range []string{"one", "two words here", "three [sim:error=500]", "four [sim:cached=3]"} {
@@ -153,8 +157,11 @@ func TestLedgerSummary(t *testing.T) {
 
 // TestLedgerExportCSV checks the export's header, columns, values and that
 // it is streamed (chunked, no Content-Length).
-func TestLedgerExportCSV(t *testing.T) {
-	g, acct, key := startDefault(t)
+func TestLedgerExportCSV(t *testing.T) { onEachStore(t, testLedgerExportCSV) }
+
+func testLedgerExportCSV(t *testing.T, g *testgw.Gateway) {
+	acct := g.Account("")
+	_, key := g.Key(acct, nil)
 	rd := readers{g, acct}
 	for i := 0; i < 12; i++ {
 		prompt := "export row " + strconv.Itoa(i)
