@@ -485,3 +485,58 @@ func testSummaryWindowIsTheListsWindow(t *testing.T, g *testgw.Gateway) {
 		t.Fatalf("%d %s", raw.Status, raw.Body)
 	}
 }
+
+// The logs endpoints authenticate as every endpoint does (Authentication
+// rule 6): each failure is 401 invalid_api_key with its message, in the
+// completions-style shape, and counts nothing; the rows of a key that can
+// no longer read stay in the account's log.
+func TestLedgerLogsAuthentication(t *testing.T) {
+	g, acct, key := startDefault(t)
+	reader := readers{g, acct}.next()
+	if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(key), chatBody("sim-chat", "a row", "")); c.Status != 200 {
+		t.Fatalf("%d %s", c.Status, c.Body)
+	}
+	row := logsOf(t, g, key)[0]
+	rowPath := "/v1/logs/" + idStr(uint64(row["id"].(float64)))
+
+	revokedID, revoked := g.Key(acct, nil)
+	g.Admin("PATCH", "/keys/"+revokedID, map[string]any{"enabled": false}, nil)
+	_, expired := g.Key(acct, map[string]any{"expires_at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	off := g.Account("")
+	_, offKey := g.Key(off, nil)
+	g.Admin("PATCH", "/accounts/"+off, map[string]any{"status": "disabled"}, nil)
+	failures := []struct {
+		desc    string
+		headers map[string]string
+		msg     string
+	}{
+		{"no key", nil, "authentication failed: missing or malformed api key ("},
+		{"malformed key", bearer("sk-tollgate-short"), "authentication failed: missing or malformed api key ("},
+		{"unknown key", bearer("sk-tollgate-" + strings.Repeat("0", 64)), "authentication failed: invalid api key"},
+		{"revoked key", bearer(revoked), "authentication failed: api key revoked"},
+		{"expired key", map[string]string{"x-api-key": expired}, "authentication failed: api key expired"},
+		{"disabled account", bearer(offKey), "authentication failed: account is not active"},
+	}
+	for _, f := range failures {
+		t.Run(f.desc, func(t *testing.T) {
+			for _, path := range []string{"/v1/logs", "/v1/logs/summary", "/v1/logs/export.csv", rowPath} {
+				c := do(t, "GET", g.URL+path, f.headers, "")
+				msg := wantErr(t, c, 401, "invalid_api_key", "authentication_error")
+				if !strings.HasPrefix(msg, f.msg) || c.Header.Get("x-gateway-trace") == "" {
+					t.Fatalf("%s: %q (trace %q), want %q", path, msg, c.Header.Get("x-gateway-trace"), f.msg)
+				}
+			}
+		})
+	}
+	t.Run("a revoked key's rows stay in the account's log", func(t *testing.T) {
+		id, k := g.Key(acct, nil)
+		if c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(k), chatBody("sim-chat", "then revoked", "")); c.Status != 200 {
+			t.Fatalf("%d %s", c.Status, c.Body)
+		}
+		logsOf(t, g, k)
+		g.Admin("PATCH", "/keys/"+id, map[string]any{"enabled": false}, nil)
+		if p := getLogs(t, g, reader, q("scope", "account", "key_id", id)); len(p.Data) != 1 || p.Data[0]["key_id"] != id {
+			t.Fatalf("rows of the revoked key: %v", p.Data)
+		}
+	})
+}
