@@ -400,22 +400,26 @@ func testLogsAreFreeAtAnyBalance(t *testing.T, g *testgw.Gateway) {
 		{"/v1/audio/speech", `{"model":"sim-speech","input":"x","voice":"alloy"}`, "audio"},
 		{"/v1/search", `{"query":"x"}`, "search"},
 	}
-	for _, m := range media {
-		if c := do(t, "POST", g.URL+m.path, bearer(brokeKey), m.body); c.Status != 402 {
+	traces := make([]string, len(media))
+	for i, m := range media {
+		c := do(t, "POST", g.URL+m.path, bearer(brokeKey), m.body)
+		if c.Status != 402 {
 			t.Fatalf("%s at zero balance: %d %s", m.path, c.Status, c.Body)
 		}
+		traces[i] = c.Header.Get("x-gateway-trace")
 	}
 	rows := logsOf(t, g, brokeKey)
 	if len(rows) != 1+len(media) {
 		t.Fatalf("%d rows for %d refused calls", len(rows), 1+len(media))
 	}
 	for i, r := range rows { // newest first
-		want := "" // the chat call, first made
+		want, trace := "", refused.Header.Get("x-gateway-trace") // the chat call, first made
 		if i < len(media) {
-			want = media[len(media)-1-i].unitType
+			want, trace = media[len(media)-1-i].unitType, traces[len(media)-1-i]
 		}
-		if r["status"] != "rejected" || r["error_code"] != "quota_exceeded" || r["cost"] != "0" || str(r["unit_type"]) != want {
-			t.Errorf("row %d: %v, want unit_type %q", i, r, want)
+		if r["status"] != "rejected" || r["error_code"] != "quota_exceeded" || r["cost"] != "0" || str(r["unit_type"]) != want ||
+			r["request_id"] != trace || r["attempts_count"] != nil {
+			t.Errorf("row %d: %v, want unit_type %q, request_id %s", i, r, want, trace)
 		}
 	}
 	if p := getLogs(t, g, brokeKey, q("unit_type", "chat")); len(p.Data) != 1 {
