@@ -28,11 +28,11 @@ func UnknownModel(cfg *config.Config, k *store.Key, id string) *apierr.Error {
 			ids = append(append(ids, m.ID), m.Aliases...)
 		}
 	}
-	msg := "the model '" + id + "' does not exist"
+	msg := "the model '" + id + "' does not exist; "
 	if near := config.Nearest(id, ids, 3); len(near) > 0 {
-		msg += "; did you mean '" + strings.Join(near, "' or '") + "'?"
+		msg += "did you mean '" + strings.Join(near, "' or '") + "'? "
 	}
-	return apierr.New(apierr.ModelNotFound, msg+" GET /v1/models lists the models this key can call")
+	return apierr.New(apierr.ModelNotFound, msg+"GET /v1/models lists the models this key can call")
 }
 
 // familyRoutes maps each family to the route that creates its calls,

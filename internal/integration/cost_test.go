@@ -99,6 +99,8 @@ var testPrices = func() map[string]price {
 		// cachedConfig (below): every price part distinct.
 		"cache-claude": per("2", "8", "0.2", "2.5"),
 		"cache-gpt":    per("2", "8", "0.5", ""),
+		// errors_truth_test.go: one output token is a credit.
+		"tt-dear": per("1", "1000000", "", ""),
 	}
 	// modelBlock and the faults tests' slow models: 1 and 2.
 	for _, id := range []string{"solo", "gone", "disc", "solo-claude", "solo-gemini", "gone-claude", "gone-gemini",
@@ -108,7 +110,10 @@ var testPrices = func() map[string]price {
 		// hostile_test.go
 		"h-chat", "h-claude", "h-resp", "h-gemini", "h-long",
 		// translation_matrix_test.go: routing and model names.
-		"mix", "prio", "failover", "my-gpt", "my-claude", "my-gemini"} {
+		"mix", "prio", "failover", "my-gpt", "my-claude", "my-gemini",
+		// errors_truth_test.go
+		"tt-chat", "tt-slow", "tt-chat-only", "tt-orphan", "tt-gone-completions", "tt-gone-responses", "tt-gone-messages",
+		"tt-gone-generate-content"} {
 		m[id] = per("1", "2", "", "")
 	}
 	// agentsConfig and its extras: 3 and 15.
