@@ -2,10 +2,16 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go"
+	anthropic2 "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"google.golang.org/genai"
 
 	"github.com/tollgate-gw/tollgate/internal/testgw"
 )
@@ -455,6 +461,42 @@ func TestErrorsTruthTable(t *testing.T) {
 		}
 	}
 
+	// What the official SDKs make of these answers: their own typed error,
+	// with the status and the table's names where each SDK reads them.
+	t.Run("official SDKs", func(t *testing.T) {
+		t.Parallel()
+		zero := g.Account("0")
+		_, broke := g.Key(zero, nil)
+		for _, kind := range sdkKinds {
+			for _, stream := range []bool{false, true} {
+				for _, c := range []struct {
+					name, key, model, prompt string
+					status                   int
+					code                     string
+				}{
+					{"model_not_found", "", "tt-nope", "hi", 400, "model_not_found"},
+					{"invalid_api_key", "sk-tollgate-" + strings.Repeat("0", 64), "tt-chat", "hi", 401, "invalid_api_key"},
+					{"quota_exceeded", broke, "tt-chat", "hi", 402, "quota_exceeded"},
+					{"permission_denied", "", "tt-chat", "no [sim:error=403]", 403, "permission_denied"},
+					{"no_channel_available", "", "tt-orphan", "hi", 503, "no_channel_available"},
+				} {
+					name := kind + "/" + c.name
+					if stream {
+						name += "/stream"
+					}
+					t.Run(name, func(t *testing.T) {
+						key := c.key
+						if key == "" {
+							key = newWallet(g).key
+						}
+						_, err := newSDK(t, kind, g.URL, key, c.model).ask(t.Context(), c.prompt, false, stream)
+						checkSDKError(t, kind, err, c.status, c.code)
+					})
+				}
+			}
+		}
+	})
+
 	// Built-in tool rules: only the completions-style protocol has them.
 	t.Run("completions/400 tool_not_supported", func(t *testing.T) {
 		t.Parallel()
@@ -465,4 +507,46 @@ func TestErrorsTruthTable(t *testing.T) {
 		checkTruthError(t, p, c, 400, "tool_not_supported", false)
 		refused(t, w, c, 1, "tool_not_supported")
 	})
+}
+
+// checkSDKError checks that an official SDK returned its typed API error
+// for a truth-table answer, with the names it reads from the body.
+func checkSDKError(t *testing.T, kind string, err error, status int, code string) {
+	t.Helper()
+	names := truthNames[code]
+	if err == nil {
+		t.Fatalf("%s: no error, want %d %s", kind, status, code)
+	}
+	switch kind {
+	case "openai chat", "openai responses":
+		var e *openai.Error
+		if !errors.As(err, &e) || e.StatusCode != status || e.Code != code || e.Type != names[0] || e.Message == "" {
+			t.Fatalf("%s: %T %v", kind, err, err)
+		}
+	case "anthropic v1":
+		var e *anthropic.Error
+		if !errors.As(err, &e) || e.StatusCode != status || string(e.Type()) != names[1] {
+			t.Fatalf("%s: %T %v", kind, err, err)
+		}
+	case "anthropic v2":
+		var e *anthropic2.Error
+		if !errors.As(err, &e) || e.StatusCode != status || string(e.Type()) != names[1] {
+			t.Fatalf("%s: %T %v", kind, err, err)
+		}
+	case "genai":
+		var e genai.APIError
+		var ep *genai.APIError
+		switch {
+		case errors.As(err, &e):
+		case errors.As(err, &ep):
+			e = *ep
+		default:
+			t.Fatalf("%s: %T %v", kind, err, err)
+		}
+		if e.Code != status || e.Status != names[2] || e.Message == "" {
+			t.Fatalf("%s: %+v", kind, e)
+		}
+	default:
+		t.Fatalf("no SDK %q", kind)
+	}
 }
