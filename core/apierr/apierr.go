@@ -180,8 +180,16 @@ func (e *Error) openaiType() string {
 	return statusType(e.Status)
 }
 
+// tableRow is the truth-table line of e when e is what that line says:
+// its code at its status, not an upstream's pass-through nor a code lent
+// to another status (a 413 body, a 408 wait), whose names follow the status.
+func (e *Error) tableRow() (row, bool) {
+	r, ok := table[e.Code]
+	return r, ok && e.Type == "" && e.Status == r.status
+}
+
 func (e *Error) messagesType() string {
-	if r, ok := table[e.Code]; ok && e.Type == "" {
+	if r, ok := e.tableRow(); ok {
 		return r.messageType
 	}
 	switch {
@@ -201,17 +209,21 @@ func (e *Error) messagesType() string {
 		return "rate_limit_error"
 	case e.Status == 529 || e.Status == 503:
 		return "overloaded_error"
+	case e.Status == 504:
+		return "timeout_error"
+	case e.Status >= 400 && e.Status < 500:
+		return "invalid_request_error" // the vendor's type for any other 4xx
 	}
 	return "api_error"
 }
 
+// geminiStatus follows google.rpc's HTTP mapping for statuses outside the
+// table.
 func (e *Error) geminiStatus() string {
-	if r, ok := table[e.Code]; ok && e.Type == "" {
+	if r, ok := e.tableRow(); ok {
 		return r.geminiState
 	}
 	switch {
-	case e.Status == 400 || e.Status == 422:
-		return "INVALID_ARGUMENT"
 	case e.Status == 401:
 		return "UNAUTHENTICATED"
 	case e.Status == 403:
@@ -222,10 +234,16 @@ func (e *Error) geminiStatus() string {
 		return "ALREADY_EXISTS"
 	case e.Status == 429 || e.Status == 402:
 		return "RESOURCE_EXHAUSTED"
-	case e.Status == 503:
+	case e.Status == 499:
+		return "CANCELLED"
+	case e.Status == 501:
+		return "UNIMPLEMENTED"
+	case e.Status == 502 || e.Status == 503 || e.Status == 529:
 		return "UNAVAILABLE"
 	case e.Status == 504:
 		return "DEADLINE_EXCEEDED"
+	case e.Status >= 400 && e.Status < 500:
+		return "INVALID_ARGUMENT"
 	}
 	return "INTERNAL"
 }

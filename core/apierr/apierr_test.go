@@ -115,8 +115,12 @@ func TestFromUpstream(t *testing.T) {
 		{429, "rate_limit_exceeded", "rate_limit_error", "rate_limit_error", "RESOURCE_EXHAUSTED"},
 		{500, "upstream_error", "api_error", "api_error", "INTERNAL"},
 		{503, "upstream_error", "api_error", "overloaded_error", "UNAVAILABLE"},
-		{529, "upstream_error", "api_error", "overloaded_error", "INTERNAL"},
-		{409, "upstream_error", "api_error", "api_error", "ALREADY_EXISTS"},
+		{529, "upstream_error", "api_error", "overloaded_error", "UNAVAILABLE"},
+		{502, "upstream_error", "api_error", "api_error", "UNAVAILABLE"},
+		{504, "upstream_error", "api_error", "timeout_error", "DEADLINE_EXCEEDED"},
+		{413, "upstream_error", "api_error", "request_too_large", "INVALID_ARGUMENT"},
+		{402, "upstream_error", "api_error", "billing_error", "RESOURCE_EXHAUSTED"},
+		{409, "upstream_error", "api_error", "invalid_request_error", "ALREADY_EXISTS"},
 	} {
 		e := FromUpstream(c.status, "")
 		if e.Status != c.status || e.Message == "" {
@@ -130,6 +134,38 @@ func TestFromUpstream(t *testing.T) {
 		var m messagesShape
 		decodeStrict(t, Body(protocol.AnthropicMessages, e), &m)
 		if m.Type != "error" || m.Error.Type != c.messages {
+			t.Errorf("%d messages: %+v", c.status, m)
+		}
+		var g geminiShape
+		decodeStrict(t, Body(protocol.GeminiNative, e), &g)
+		if g.Error.Code != c.status || g.Error.Status != c.geminiSt {
+			t.Errorf("%d generate-content: %+v", c.status, g)
+		}
+	}
+}
+
+// A table code lent to another status (a body over the cap, a method the
+// route lacks) keeps its completions-style code and type; the other shapes
+// name the status, as their vendors do.
+func TestCodeAtAnotherStatus(t *testing.T) {
+	for _, c := range []struct {
+		status             int
+		messages, geminiSt string
+	}{
+		{413, "request_too_large", "INVALID_ARGUMENT"},
+		{405, "invalid_request_error", "INVALID_ARGUMENT"},
+		{408, "invalid_request_error", "INVALID_ARGUMENT"},
+	} {
+		e := New(InvalidRequest, "no")
+		e.Status = c.status
+		var o openaiShape
+		decodeStrict(t, Body(protocol.OpenAIChat, e), &o)
+		if o.Error.Code != InvalidRequest || o.Error.Type != "invalid_request_error" {
+			t.Errorf("%d completions: %+v", c.status, o)
+		}
+		var m messagesShape
+		decodeStrict(t, Body(protocol.AnthropicMessages, e), &m)
+		if m.Error.Type != c.messages {
 			t.Errorf("%d messages: %+v", c.status, m)
 		}
 		var g geminiShape
