@@ -550,3 +550,140 @@ func checkSDKError(t *testing.T, kind string, err error, status int, code string
 		t.Fatalf("no SDK %q", kind)
 	}
 }
+
+// mediaRoute is a billed POST of a media family on the embedded default,
+// its body for a model ("" where the route implies its model).
+type mediaRoute struct {
+	path  string
+	model string
+	body  func(model string) string
+}
+
+func mediaBody(model, rest string) string {
+	if model == "" {
+		return "{" + rest + "}"
+	}
+	return `{"model":` + jsonStr(model) + "," + rest + "}"
+}
+
+var mediaRoutes = []mediaRoute{
+	{"/v1/images/generations", "sim-image", func(m string) string { return mediaBody(m, `"prompt":"a cat"`) }},
+	{"/v1/images/edits", "sim-image", func(m string) string {
+		return mediaBody(m, `"prompt":"a hat","image":"https://media.example/cat.png"`)
+	}},
+	{"/v1/videos/generations", "sim-video", func(m string) string { return mediaBody(m, `"prompt":"waves","duration":2`) }},
+	{"/v1/music/generations", "sim-music", func(m string) string { return mediaBody(m, `"prompt":"a song"`) }},
+	{"/v1/audio/speech", "sim-speech", func(m string) string { return mediaBody(m, `"input":"hello","voice":"alloy"`) }},
+	{"/v1/audio/voices", "sim-voice", func(m string) string {
+		return mediaBody(m, `"name":"v","audio_url":"https://media.example/a.wav"`)
+	}},
+	{"/v1/transcripts/extract", "sim-transcript", func(m string) string {
+		return mediaBody(m, `"url":"https://media.example/talk.mp4"`)
+	}},
+	{"/v1/search", "sim-search", func(m string) string { return mediaBody(m, `"query":"toll roads"`) }},
+	{"/v1/videos/avatars", "", func(string) string { return `{"name":"Ada","source_url":"https://media.example/a.jpg"}` }},
+	{"/v1/videos/clip-subtitles", "", func(string) string { return `{"video_url":"https://media.example/talk.mp4"}` }},
+}
+
+// The truth table on the billed media routes (completions-style shape):
+// the refusals that come before any upstream call, each with its row and
+// nothing charged; a model named in the body is checked against the
+// registry, the key's allowlist and the route's families.
+func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, testgw.Options{})
+	completions := chatProtos[0]
+	for _, r := range mediaRoutes {
+		t.Run(strings.TrimPrefix(r.path, "/v1/"), func(t *testing.T) {
+			t.Parallel()
+			body := r.body(r.model)
+			post := func(key string, extra map[string]string, body string) call {
+				h := bearer(key)
+				if key == "" {
+					h = nil
+				}
+				for k, v := range extra {
+					h[k] = v
+				}
+				return do(t, "POST", g.URL+r.path, h, body)
+			}
+			rejected := func(t *testing.T, w wallet, c call, code string) {
+				t.Helper()
+				row := w.last(t, 1)
+				checkRow(t, row, rowWant{status: "rejected", code: code})
+				if str(row["request_id"]) != c.Header.Get("x-gateway-trace") {
+					t.Errorf("row request_id %v, trace %s", row["request_id"], c.Header.Get("x-gateway-trace"))
+				}
+				if bal, held := g.Balance(w.acct); bal != signupCredit || held != "0" {
+					t.Errorf("balance %s held %s", bal, held)
+				}
+			}
+
+			t.Run("401 invalid_api_key", func(t *testing.T) {
+				checkTruthError(t, completions, post("", nil, body), 401, "invalid_api_key", false)
+				checkTruthError(t, completions, post("sk-tollgate-"+strings.Repeat("0", 64), nil, body), 401, "invalid_api_key", false)
+			})
+			t.Run("402 quota_exceeded at zero balance", func(t *testing.T) {
+				acct := g.Account("0")
+				_, key := g.Key(acct, nil)
+				checkTruthError(t, completions, post(key, nil, body), 402, "quota_exceeded", false)
+				rows := logsOf(t, g, key)
+				if len(rows) != 1 {
+					t.Fatalf("rows %v", rows)
+				}
+				checkRow(t, rows[0], rowWant{status: "rejected", code: "quota_exceeded"})
+				if bal, held := g.Balance(acct); bal != "0" || held != "0" {
+					t.Fatalf("balance %s held %s", bal, held)
+				}
+			})
+			t.Run("400 invalid_idempotency_key", func(t *testing.T) {
+				w := newWallet(g)
+				c := post(w.key, map[string]string{"Idempotency-Key": strings.Repeat("k", 201)}, body)
+				checkTruthError(t, completions, c, 400, "invalid_idempotency_key", false)
+				rejected(t, w, c, "invalid_idempotency_key")
+			})
+			t.Run("400 invalid_request", func(t *testing.T) {
+				w := newWallet(g)
+				c := post(w.key, nil, `{"model":`)
+				checkTruthError(t, completions, c, 400, "invalid_request", false)
+				rejected(t, w, c, "invalid_request")
+			})
+			t.Run("429 rate_limit_exceeded of the account", func(t *testing.T) {
+				w := newWallet(g)
+				if st := g.Admin("PATCH", "/accounts/"+w.acct, map[string]any{"rpm": 1}, nil); st != http.StatusOK {
+					t.Fatalf("PATCH rpm: %d", st)
+				}
+				// A list or a poll counts too (errors rule 3).
+				if c := do(t, "GET", g.URL+"/v1/models", bearer(w.key), ""); c.Status != 200 {
+					t.Fatalf("%d %s", c.Status, c.Body)
+				}
+				c := post(w.key, nil, body)
+				checkTruthError(t, completions, c, 429, "rate_limit_exceeded", true)
+				checkLimitHeaders(t, c, "1")
+				rejected(t, w, c, "rate_limit_exceeded")
+			})
+			if r.model == "" {
+				return // the route implies its model: errors rule 9's 404 and 403
+			}
+			t.Run("400 model_not_found", func(t *testing.T) {
+				w := newWallet(g)
+				c := post(w.key, nil, r.body("sim-nope"))
+				checkTruthError(t, completions, c, 400, "model_not_found", false)
+				rejected(t, w, c, "model_not_found")
+			})
+			t.Run("400 model_not_allowed", func(t *testing.T) {
+				acct := g.Account("")
+				_, key := g.Key(acct, map[string]any{"allowed_models": []string{"sim-chat"}})
+				c := post(key, nil, body)
+				checkTruthError(t, completions, c, 400, "model_not_allowed", false)
+				rejected(t, wallet{g: g, acct: acct, key: key}, c, "model_not_allowed")
+			})
+			t.Run("503 no_channel_available for a model of another family", func(t *testing.T) {
+				w := newWallet(g)
+				c := post(w.key, nil, r.body("sim-chat"))
+				checkTruthError(t, completions, c, 503, "no_channel_available", false)
+				rejected(t, w, c, "no_channel_available")
+			})
+		})
+	}
+}
