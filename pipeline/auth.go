@@ -246,7 +246,10 @@ func (s *authStage) Serve(ctx context.Context, c *Call) error {
 		}
 		c.Wallet = w
 		if w.Balance <= 0 {
-			return QuotaError(s.cfg, c.Request)
+			if _, retry := c.Request.Header["Idempotency-Key"]; !retry {
+				return QuotaError(s.cfg, c.Request)
+			}
+			c.Unpaid = QuotaError(s.cfg, c.Request)
 		}
 	}
 	if s.limits != nil && !c.Uncounted {

@@ -58,6 +58,12 @@ type Call struct {
 	Key     *store.Key
 	Account *store.Account
 	Wallet  store.Wallet
+	// Unpaid is the 402 of an exhausted balance, held back while a call
+	// with an Idempotency-Key may be the retry of one that already has
+	// its answer (PRODUCT §7: a replay or a 409 in-flight comes before the
+	// zero-balance check); until idempotency has looked, any failure is
+	// this 402, and precharge never lets it through.
+	Unpaid *apierr.Error
 
 	// Set by agent for an agent key: the agent, the knowledge pages its
 	// retrieval added, and the body as the client sent it (Body is then
@@ -159,6 +165,9 @@ func (o *callOwn) chatRequest() *vendor.ChatRequest {
 func (c *Call) Defer(fn func()) { c.deferred = append(c.deferred, fn) }
 
 func (c *Call) fail(err error) {
+	if c.Unpaid != nil {
+		err = c.Unpaid // 402 during authentication, before all else
+	}
 	c.Err = apierr.As(err)
 }
 

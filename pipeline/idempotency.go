@@ -74,12 +74,34 @@ func (s *idempotencyStage) Serve(ctx context.Context, c *Call) error {
 	if err != nil {
 		return apierr.Internal(err)
 	}
+	if c.Unpaid != nil {
+		return s.unpaid(ctx, c, account, key, won, &rec, mine)
+	}
 	if !won {
 		return s.answer(c, key, &rec, mine.Fingerprint)
 	}
 	c.W.capture = &capture{limit: s.maxBody}
 	c.Defer(func() { s.finish(ctx, c, account, key, mine) })
 	return nil
+}
+
+// unpaid answers a call at an exhausted balance: the retry of a call
+// with this key and body gets what that call's retry gets (its answer, or
+// the 409 of one still running or too large to keep); anything else is
+// the 402, and the key it claimed for the lookup is freed.
+func (s *idempotencyStage) unpaid(ctx context.Context, c *Call, account, key string, won bool, rec *store.IdemRecord, mine store.IdemRecord) error {
+	if won {
+		if err := s.store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), account, key, mine.Owner); err != nil {
+			s.log.Error("could not free an idempotency key; it frees itself when its lease ends",
+				"request_id", c.ID, "error", err)
+		}
+		return c.Unpaid
+	}
+	if string(rec.Fingerprint) != string(mine.Fingerprint) {
+		return c.Unpaid
+	}
+	c.Unpaid = nil
+	return s.answer(c, key, rec, mine.Fingerprint)
 }
 
 // answer handles a key another call holds or held.

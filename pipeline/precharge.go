@@ -42,6 +42,9 @@ func newPrecharge(d *Deps, _ map[string]string) (Stage, error) {
 func (s *prechargeStage) Name() string { return "precharge" }
 
 func (s *prechargeStage) Serve(ctx context.Context, c *Call) error {
+	if c.Unpaid != nil {
+		return c.Unpaid // no idempotency stage looked for an answer
+	}
 	if c.Job != nil {
 		return s.holdJob(ctx, c)
 	}

@@ -242,7 +242,7 @@ model "tt-dear" {
   }
 }
 stage "idempotency" {
-  settings = { max_response_bytes = "64" }
+  settings = { max_response_bytes = "6000" }
 }
 `
 
@@ -323,14 +323,20 @@ func TestErrorsTruthTable(t *testing.T) {
 				t.Run("409 idempotency_key_reuse and idempotency_response_not_cached", func(t *testing.T) {
 					w := newWallet(g)
 					idem := map[string]string{"Idempotency-Key": "tt-" + name}
-					// The answer is over the 64 bytes kept for a replay.
-					if c := post(p, w.key, "tt-chat", "first", stream, idem); c.Status != 200 {
-						t.Fatalf("%d %s", c.Status, c.Body)
+					// The answer is over the 6000 bytes kept for a replay.
+					long := "first [sim:words=2000]"
+					h := p.headers(w.key)
+					h["Idempotency-Key"] = idem["Idempotency-Key"]
+					longCall := func() call {
+						return do(t, "POST", g.URL+p.path("tt-chat", stream), h, p.body("tt-chat", long, stream, 4000))
+					}
+					if c := longCall(); c.Status != 200 || len(c.Body) <= 6000 {
+						t.Fatalf("%d (%d bytes) %.300s", c.Status, len(c.Body), c.Body)
 					}
 					c := post(p, w.key, "tt-chat", "another body", stream, idem)
 					checkTruthError(t, p, c, 409, "idempotency_key_reuse", false)
 					refused(t, w, c, 2, "idempotency_key_reuse")
-					c = post(p, w.key, "tt-chat", "first", stream, idem)
+					c = longCall()
 					checkTruthError(t, p, c, 409, "idempotency_response_not_cached", false)
 					refused(t, w, c, 3, "idempotency_response_not_cached")
 				})
@@ -393,6 +399,49 @@ func TestErrorsTruthTable(t *testing.T) {
 					c := do(t, "POST", g.URL+p.path("tt-dear", stream), p.headers(w.key), p.body("tt-dear", "hi", stream, 200))
 					checkTruthError(t, p, c, 402, "quota_exceeded", false)
 					refused(t, w, c, 1, "quota_exceeded")
+				})
+
+				// PRODUCT §7: a replay and a 409 in-flight come before the
+				// zero-balance check; anything else with a key is the 402.
+				t.Run("402 after the last credits: a retry gets its answer", func(t *testing.T) {
+					w := newWallet(g)
+					idem := map[string]string{"Idempotency-Key": "tt-last-" + name}
+					first := post(p, w.key, "tt-chat", "short [sim:words=2]", stream, idem)
+					if first.Status != 200 {
+						t.Fatalf("%d %s", first.Status, first.Body)
+					}
+					slow := make(chan call, 1)
+					go func() {
+						h := p.headers(w.key)
+						h["Idempotency-Key"] = "tt-slow-last-" + name
+						c, _ := tryDo("POST", g.URL+p.path("tt-chat", stream), h, p.body("tt-chat", "slow [sim:latency=1500ms]", stream, 0))
+						slow <- c
+					}()
+					time.Sleep(500 * time.Millisecond)
+					drain(t, w)
+					again := post(p, w.key, "tt-chat", "short [sim:words=2]", stream, idem)
+					if again.Status != 200 || again.Header.Get("Idempotency-Replayed") != "true" || string(again.Body) != string(first.Body) {
+						t.Fatalf("the retry: %d %v %s", again.Status, again.Header, again.Body)
+					}
+					c := post(p, w.key, "tt-chat", "slow [sim:latency=1500ms]", stream, map[string]string{"Idempotency-Key": "tt-slow-last-" + name})
+					checkTruthError(t, p, c, 409, "idempotency_in_flight", false)
+					if s := <-slow; s.Status != 200 {
+						t.Fatalf("the slow call: %d %s", s.Status, s.Body)
+					}
+					// Another body with the key, a new key, a malformed key,
+					// an unknown model: the 402, and the new key stays free.
+					for _, c := range []call{
+						post(p, w.key, "tt-chat", "another body", stream, idem),
+						post(p, w.key, "tt-chat", "hi", stream, map[string]string{"Idempotency-Key": "tt-new-" + name}),
+						post(p, w.key, "tt-chat", "hi", stream, map[string]string{"Idempotency-Key": "has space"}),
+						post(p, w.key, "tt-nope", "hi", stream, map[string]string{"Idempotency-Key": "tt-new-" + name}),
+					} {
+						checkTruthError(t, p, c, 402, "quota_exceeded", false)
+					}
+					credit(t, w, "1")
+					if c := post(p, w.key, "tt-chat", "hi", stream, map[string]string{"Idempotency-Key": "tt-new-" + name}); c.Status != 200 {
+						t.Fatalf("the new key after a top-up: %d %s", c.Status, c.Body)
+					}
 				})
 
 				t.Run("403 permission_denied from the upstream", func(t *testing.T) {
@@ -591,7 +640,9 @@ var mediaRoutes = []mediaRoute{
 // registry, the key's allowlist and the route's families.
 func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
 	t.Parallel()
-	g := startGateway(t, testgw.Options{})
+	// Not audited per row (the embedded default's media prices are not
+	// the tests' own); each case checks its own money.
+	g := testgw.Start(t, testgw.Options{})
 	completions := chatProtos[0]
 	for _, r := range mediaRoutes {
 		t.Run(strings.TrimPrefix(r.path, "/v1/"), func(t *testing.T) {
@@ -662,6 +713,21 @@ func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
 				checkLimitHeaders(t, c, "1")
 				rejected(t, w, c, "rate_limit_exceeded")
 			})
+			t.Run("402 after the last credits: a retry gets its answer", func(t *testing.T) {
+				w := newWallet(g)
+				credit(t, w, "200") // an avatar registration is 220.11
+				idem := map[string]string{"Idempotency-Key": "last"}
+				first := post(w.key, idem, body)
+				if first.Status/100 != 2 {
+					t.Fatalf("%d %s", first.Status, first.Body)
+				}
+				drain(t, w)
+				again := post(w.key, idem, body)
+				if again.Status != first.Status || again.Header.Get("Idempotency-Replayed") != "true" || string(again.Body) != string(first.Body) {
+					t.Fatalf("the retry: %d %v %.300s", again.Status, again.Header, again.Body)
+				}
+				checkTruthError(t, completions, post(w.key, map[string]string{"Idempotency-Key": "new"}, body), 402, "quota_exceeded", false)
+			})
 			if r.model == "" {
 				return // the route implies its model: errors rule 9's 404 and 403
 			}
@@ -685,5 +751,23 @@ func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
 				rejected(t, w, c, "no_channel_available")
 			})
 		})
+	}
+}
+
+// drain takes the wallet's whole balance away by an admin correction.
+func drain(t *testing.T, w wallet) {
+	t.Helper()
+	bal, _ := w.g.Balance(w.acct)
+	credit(t, w, "-"+bal)
+	if bal, _ := w.g.Balance(w.acct); bal != "0" {
+		t.Fatalf("balance %s after the drain", bal)
+	}
+}
+
+// credit adds amount to the wallet by the admin API.
+func credit(t *testing.T, w wallet, amount string) {
+	t.Helper()
+	if st := w.g.Admin("POST", "/accounts/"+w.acct+"/credits", map[string]any{"amount": amount, "note": "test"}, nil); st/100 != 2 {
+		t.Fatalf("credit %s: %d", amount, st)
 	}
 }
