@@ -77,25 +77,7 @@ func TestTruthTableShapes(t *testing.T) {
 			if e.Status != r.status {
 				t.Fatalf("status %d, want %d", e.Status, r.status)
 			}
-			// Completions-style, also responses-style.
-			for _, p := range []protocol.ID{protocol.OpenAIChat, protocol.OpenAIResponses, ""} {
-				var o openaiShape
-				decodeStrict(t, Body(p, e), &o)
-				if o.Error.Code != r.code || o.Error.Type != r.openai || o.Error.Message != "why it failed" {
-					t.Errorf("%q: %+v", p, o)
-				}
-			}
-			var m messagesShape
-			b := Body(protocol.AnthropicMessages, e)
-			decodeStrict(t, b, &m)
-			if m.Type != "error" || m.Error.Type != r.messages || m.Error.Message != "why it failed" {
-				t.Errorf("messages: %s", b)
-			}
-			var g geminiShape
-			decodeStrict(t, Body(protocol.GeminiNative, e), &g)
-			if g.Error.Code != r.status || g.Error.Status != r.geminiSt || g.Error.Message != "why it failed" {
-				t.Errorf("generate-content: %+v", g)
-			}
+			checkShapes(t, e, r.code, r.openai, r.messages, r.geminiSt)
 		})
 	}
 }
@@ -126,21 +108,7 @@ func TestFromUpstream(t *testing.T) {
 		if e.Status != c.status || e.Message == "" {
 			t.Errorf("%d: %+v", c.status, e)
 		}
-		var o openaiShape
-		decodeStrict(t, Body(protocol.OpenAIChat, e), &o)
-		if o.Error.Code != c.code || o.Error.Type != c.openai {
-			t.Errorf("%d completions: %+v", c.status, o)
-		}
-		var m messagesShape
-		decodeStrict(t, Body(protocol.AnthropicMessages, e), &m)
-		if m.Type != "error" || m.Error.Type != c.messages {
-			t.Errorf("%d messages: %+v", c.status, m)
-		}
-		var g geminiShape
-		decodeStrict(t, Body(protocol.GeminiNative, e), &g)
-		if g.Error.Code != c.status || g.Error.Status != c.geminiSt {
-			t.Errorf("%d generate-content: %+v", c.status, g)
-		}
+		checkShapes(t, e, c.code, c.openai, c.messages, c.geminiSt)
 	}
 }
 
@@ -158,21 +126,7 @@ func TestCodeAtAnotherStatus(t *testing.T) {
 	} {
 		e := New(InvalidRequest, "no")
 		e.Status = c.status
-		var o openaiShape
-		decodeStrict(t, Body(protocol.OpenAIChat, e), &o)
-		if o.Error.Code != InvalidRequest || o.Error.Type != "invalid_request_error" {
-			t.Errorf("%d completions: %+v", c.status, o)
-		}
-		var m messagesShape
-		decodeStrict(t, Body(protocol.AnthropicMessages, e), &m)
-		if m.Error.Type != c.messages {
-			t.Errorf("%d messages: %+v", c.status, m)
-		}
-		var g geminiShape
-		decodeStrict(t, Body(protocol.GeminiNative, e), &g)
-		if g.Error.Code != c.status || g.Error.Status != c.geminiSt {
-			t.Errorf("%d generate-content: %+v", c.status, g)
-		}
+		checkShapes(t, e, InvalidRequest, "invalid_request_error", c.messages, c.geminiSt)
 	}
 }
 
@@ -198,3 +152,27 @@ func TestWrite(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// checkShapes checks e in the three shapes: the completions-style code and
+// type (responses-style too), the messages-style type, and the
+// generate-content status with e's status as its code.
+func checkShapes(t *testing.T, e *Error, code, openai, messages, geminiSt string) {
+	t.Helper()
+	for _, p := range []protocol.ID{protocol.OpenAIChat, protocol.OpenAIResponses, ""} {
+		var o openaiShape
+		decodeStrict(t, Body(p, e), &o)
+		if o.Error.Code != code || o.Error.Type != openai || o.Error.Message != e.Message {
+			t.Errorf("%d %q: %+v", e.Status, p, o)
+		}
+	}
+	var m messagesShape
+	decodeStrict(t, Body(protocol.AnthropicMessages, e), &m)
+	if m.Type != "error" || m.Error.Type != messages || m.Error.Message != e.Message {
+		t.Errorf("%d messages: %+v", e.Status, m)
+	}
+	var g geminiShape
+	decodeStrict(t, Body(protocol.GeminiNative, e), &g)
+	if g.Error.Code != e.Status || g.Error.Status != geminiSt || g.Error.Message != e.Message {
+		t.Errorf("%d generate-content: %+v", e.Status, g)
+	}
+}

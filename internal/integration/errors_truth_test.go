@@ -261,17 +261,6 @@ func TestErrorsTruthTable(t *testing.T) {
 		}
 		return do(t, "POST", g.URL+p.path(model, stream), h, p.body(model, prompt, stream, 0))
 	}
-	// refused checks a call of a known key refused before any upstream
-	// call: its one rejected row, named by the trace, cost 0, no hold.
-	refused := func(t *testing.T, w wallet, c call, n int, code string) {
-		t.Helper()
-		row := w.last(t, n)
-		checkRow(t, row, rowWant{status: "rejected", code: code})
-		if str(row["request_id"]) != c.Header.Get("x-gateway-trace") {
-			t.Errorf("row request_id %v, trace %s", row["request_id"], c.Header.Get("x-gateway-trace"))
-		}
-		w.settled(t, n)
-	}
 
 	for _, p := range chatProtos {
 		for _, stream := range []bool{false, true} {
@@ -379,18 +368,7 @@ func TestErrorsTruthTable(t *testing.T) {
 				})
 
 				t.Run("402 quota_exceeded at zero balance", func(t *testing.T) {
-					acct := g.Account("0")
-					_, key := g.Key(acct, nil)
-					c := post(p, key, "tt-chat", "hi", stream, nil)
-					checkTruthError(t, p, c, 402, "quota_exceeded", false)
-					rows := logsOf(t, g, key)
-					if len(rows) != 1 {
-						t.Fatalf("rows %v", rows)
-					}
-					checkRow(t, rows[0], rowWant{status: "rejected", code: "quota_exceeded"})
-					if bal, held := g.Balance(acct); bal != "0" || held != "0" {
-						t.Fatalf("balance %s held %s", bal, held)
-					}
+					unfunded(t, g, p, func(key string) call { return post(p, key, "tt-chat", "hi", stream, nil) })
 				})
 
 				t.Run("402 quota_exceeded at pre-charge", func(t *testing.T) {
@@ -658,46 +636,25 @@ func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
 				}
 				return do(t, "POST", g.URL+r.path, h, body)
 			}
-			rejected := func(t *testing.T, w wallet, c call, code string) {
-				t.Helper()
-				row := w.last(t, 1)
-				checkRow(t, row, rowWant{status: "rejected", code: code})
-				if str(row["request_id"]) != c.Header.Get("x-gateway-trace") {
-					t.Errorf("row request_id %v, trace %s", row["request_id"], c.Header.Get("x-gateway-trace"))
-				}
-				if bal, held := g.Balance(w.acct); bal != signupCredit || held != "0" {
-					t.Errorf("balance %s held %s", bal, held)
-				}
-			}
 
 			t.Run("401 invalid_api_key", func(t *testing.T) {
 				checkTruthError(t, completions, post("", nil, body), 401, "invalid_api_key", false)
 				checkTruthError(t, completions, post("sk-tollgate-"+strings.Repeat("0", 64), nil, body), 401, "invalid_api_key", false)
 			})
 			t.Run("402 quota_exceeded at zero balance", func(t *testing.T) {
-				acct := g.Account("0")
-				_, key := g.Key(acct, nil)
-				checkTruthError(t, completions, post(key, nil, body), 402, "quota_exceeded", false)
-				rows := logsOf(t, g, key)
-				if len(rows) != 1 {
-					t.Fatalf("rows %v", rows)
-				}
-				checkRow(t, rows[0], rowWant{status: "rejected", code: "quota_exceeded"})
-				if bal, held := g.Balance(acct); bal != "0" || held != "0" {
-					t.Fatalf("balance %s held %s", bal, held)
-				}
+				unfunded(t, g, completions, func(key string) call { return post(key, nil, body) })
 			})
 			t.Run("400 invalid_idempotency_key", func(t *testing.T) {
 				w := newWallet(g)
 				c := post(w.key, map[string]string{"Idempotency-Key": strings.Repeat("k", 201)}, body)
 				checkTruthError(t, completions, c, 400, "invalid_idempotency_key", false)
-				rejected(t, w, c, "invalid_idempotency_key")
+				refused(t, w, c, 1, "invalid_idempotency_key")
 			})
 			t.Run("400 invalid_request", func(t *testing.T) {
 				w := newWallet(g)
 				c := post(w.key, nil, `{"model":`)
 				checkTruthError(t, completions, c, 400, "invalid_request", false)
-				rejected(t, w, c, "invalid_request")
+				refused(t, w, c, 1, "invalid_request")
 			})
 			t.Run("429 rate_limit_exceeded of the account", func(t *testing.T) {
 				w := newWallet(g)
@@ -711,7 +668,7 @@ func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
 				c := post(w.key, nil, body)
 				checkTruthError(t, completions, c, 429, "rate_limit_exceeded", true)
 				checkLimitHeaders(t, c, "1")
-				rejected(t, w, c, "rate_limit_exceeded")
+				refused(t, w, c, 1, "rate_limit_exceeded")
 			})
 			t.Run("402 after the last credits: a retry gets its answer", func(t *testing.T) {
 				w := newWallet(g)
@@ -735,20 +692,20 @@ func TestErrorsTruthTableOnMediaRoutes(t *testing.T) {
 				w := newWallet(g)
 				c := post(w.key, nil, r.body("sim-nope"))
 				checkTruthError(t, completions, c, 400, "model_not_found", false)
-				rejected(t, w, c, "model_not_found")
+				refused(t, w, c, 1, "model_not_found")
 			})
 			t.Run("400 model_not_allowed", func(t *testing.T) {
 				acct := g.Account("")
 				_, key := g.Key(acct, map[string]any{"allowed_models": []string{"sim-chat"}})
 				c := post(key, nil, body)
 				checkTruthError(t, completions, c, 400, "model_not_allowed", false)
-				rejected(t, wallet{g: g, acct: acct, key: key}, c, "model_not_allowed")
+				refused(t, wallet{g: g, acct: acct, key: key}, c, 1, "model_not_allowed")
 			})
 			t.Run("503 no_channel_available for a model of another family", func(t *testing.T) {
 				w := newWallet(g)
 				c := post(w.key, nil, r.body("sim-chat"))
 				checkTruthError(t, completions, c, 503, "no_channel_available", false)
-				rejected(t, w, c, "no_channel_available")
+				refused(t, w, c, 1, "no_channel_available")
 			})
 		})
 	}
@@ -769,5 +726,34 @@ func credit(t *testing.T, w wallet, amount string) {
 	t.Helper()
 	if st := w.g.Admin("POST", "/accounts/"+w.acct+"/credits", map[string]any{"amount": amount, "note": "test"}, nil); st/100 != 2 {
 		t.Fatalf("credit %s: %d", amount, st)
+	}
+}
+
+// refused checks a call of a known key refused before any upstream call:
+// its rejected row (the n-th), named by the trace, cost 0, no hold.
+func refused(t *testing.T, w wallet, c call, n int, code string) {
+	t.Helper()
+	row := w.last(t, n)
+	checkRow(t, row, rowWant{status: "rejected", code: code})
+	if str(row["request_id"]) != c.Header.Get("x-gateway-trace") {
+		t.Errorf("row request_id %v, trace %s", row["request_id"], c.Header.Get("x-gateway-trace"))
+	}
+	w.settled(t, n)
+}
+
+// unfunded makes a call of a key whose account has a zero balance: the
+// 402 of authentication in p's shape, its rejected row, nothing held.
+func unfunded(t *testing.T, g *testgw.Gateway, p chatProto, send func(key string) call) {
+	t.Helper()
+	acct := g.Account("0")
+	_, key := g.Key(acct, nil)
+	checkTruthError(t, p, send(key), 402, "quota_exceeded", false)
+	rows := logsOf(t, g, key)
+	if len(rows) != 1 {
+		t.Fatalf("rows %v", rows)
+	}
+	checkRow(t, rows[0], rowWant{status: "rejected", code: "quota_exceeded"})
+	if bal, held := g.Balance(acct); bal != "0" || held != "0" {
+		t.Fatalf("balance %s held %s", bal, held)
 	}
 }
