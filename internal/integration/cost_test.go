@@ -113,7 +113,7 @@ var testPrices = func() map[string]price {
 		"mix", "prio", "failover", "my-gpt", "my-claude", "my-gemini",
 		// errors_truth_test.go
 		"tt-chat", "tt-slow", "tt-chat-only", "tt-orphan", "tt-gone-completions", "tt-gone-responses", "tt-gone-messages",
-		"tt-gone-generate-content"} {
+		"tt-gone-generate-content", "tt-tls", "tt-dns"} {
 		m[id] = per("1", "2", "", "")
 	}
 	// agentsConfig and its extras: 3 and 15.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +229,20 @@ channel "tt-gone-generate-content" {
   protocols = ["gemini_native"]
   models    = ["tt-gone-generate-content"]
 }
+channel "tt-tls" {
+  vendor    = "openai"
+  base_url  = "@TLS@"
+  api_key   = "sk-upstream"
+  protocols = ["openai_chat"]
+  models    = ["tt-tls"]
+}
+channel "tt-dns" {
+  vendor    = "openai"
+  base_url  = "http://tt-nowhere.invalid"
+  api_key   = "sk-upstream"
+  protocols = ["openai_chat"]
+  models    = ["tt-dns"]
+}
 model "tt-slow" {
   timeout = "2s"
   price {
@@ -248,8 +263,13 @@ stage "idempotency" {
 
 func TestErrorsTruthTable(t *testing.T) {
 	t.Parallel()
-	cfg := strings.ReplaceAll(truthConfig, "@GONE@", closedURL(t))
-	for _, m := range []string{"tt-chat", "tt-chat-only", "tt-orphan", "tt-gone-completions", "tt-gone-responses", "tt-gone-messages", "tt-gone-generate-content"} {
+	// A server whose certificate the gateway does not trust: the TLS
+	// handshake fails.
+	untrusted := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(untrusted.Close)
+	cfg := strings.NewReplacer("@GONE@", closedURL(t), "@TLS@", untrusted.URL).Replace(truthConfig)
+	for _, m := range []string{"tt-chat", "tt-chat-only", "tt-orphan", "tt-gone-completions", "tt-gone-responses", "tt-gone-messages",
+		"tt-gone-generate-content", "tt-tls", "tt-dns"} {
 		cfg += modelBlock(m)
 	}
 	g := startGateway(t, testgw.Options{Config: cfg})
@@ -523,6 +543,18 @@ func TestErrorsTruthTable(t *testing.T) {
 			}
 		}
 	})
+
+	// The truth table's 502: a failed connection, whatever failed in it.
+	for _, m := range []struct{ name, model string }{{"TLS", "tt-tls"}, {"DNS", "tt-dns"}} {
+		t.Run("completions/502 upstream_unreachable: "+m.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWallet(g)
+			c := do(t, "POST", g.URL+"/v1/chat/completions", bearer(w.key), chatBody(m.model, "anyone there?", ""))
+			checkTruthError(t, chatProtos[0], c, 502, "upstream_unreachable", false)
+			checkRow(t, w.last(t, 1), rowWant{status: "error", code: "upstream_unreachable", attempts: 1, failed: 1})
+			w.settled(t, 1)
+		})
+	}
 
 	// Built-in tool rules: only the completions-style protocol has them.
 	t.Run("completions/400 tool_not_supported", func(t *testing.T) {
