@@ -24,7 +24,8 @@ import (
 // days and replayed verbatim (a stream as its recorded events) to a call
 // with the same key and body, without a second charge. A failed call
 // frees the key. A process that dies mid-call leaves the key held until
-// the lease (10 minutes) runs out.
+// the lease (10 minutes) runs out: "a key held after a client-side
+// cut-off frees itself after at most 10 minutes".
 const (
 	idemRetention = 7 * 24 * time.Hour
 	idemLease     = 10 * time.Minute
@@ -91,10 +92,7 @@ func (s *idempotencyStage) Serve(ctx context.Context, c *Call) error {
 // the 402, and the key it claimed for the lookup is freed.
 func (s *idempotencyStage) unpaid(ctx context.Context, c *Call, account, key string, won bool, rec *store.IdemRecord, mine store.IdemRecord) error {
 	if won {
-		if err := s.store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), account, key, mine.Owner); err != nil {
-			s.log.Error("could not free an idempotency key; it frees itself when its lease ends",
-				"request_id", c.ID, "error", err)
-		}
+		s.release(ctx, c, account, key, mine.Owner)
 		return c.Unpaid
 	}
 	if string(rec.Fingerprint) != string(mine.Fingerprint) {
@@ -134,11 +132,11 @@ func (s *idempotencyStage) finish(ctx context.Context, c *Call, account, key str
 	ctx = context.WithoutCancel(ctx)
 	cp, w := c.W.capture, c.W
 	c.W.capture = nil
-	if c.Err != nil || w.ClientGone() || w.Status() < 200 || w.Status() > 299 {
-		if err := s.store.ReleaseIdempotencyKey(ctx, account, key, mine.Owner); err != nil {
-			s.log.Error("could not free an idempotency key; it frees itself when its lease ends",
-				"request_id", c.ID, "error", err)
-		}
+	// A call that succeeded was charged: its answer is kept even when the
+	// client went away while it was written, so a retry is not charged
+	// again. Any other outcome frees the key.
+	if c.Err != nil || w.Status() < 200 || w.Status() > 299 {
+		s.release(ctx, c, account, key, mine.Owner)
 		return
 	}
 	now := s.now()
@@ -152,6 +150,13 @@ func (s *idempotencyStage) finish(ctx context.Context, c *Call, account, key str
 	}
 	if err := s.store.CompleteIdempotencyKey(ctx, account, key, rec); err != nil {
 		s.log.Error("could not keep the answer for replay", "request_id", c.ID, "error", err)
+	}
+}
+
+func (s *idempotencyStage) release(ctx context.Context, c *Call, account, key, owner string) {
+	if err := s.store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), account, key, owner); err != nil {
+		s.log.Error("could not free an idempotency key; it frees itself when its lease ends",
+			"request_id", c.ID, "error", err)
 	}
 }
 

@@ -123,8 +123,9 @@ var DefaultOrder = []string{
 	"log",         // the usage-log row
 }
 
-// required stages cannot be left out: without them money or the ledger breaks.
-var required = []string{"auth", "agent", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}
+// required stages cannot be left out: without them money or the ledger
+// breaks (without idempotency a retried call is charged twice).
+var required = []string{"auth", "agent", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}
 
 // Chain is a compiled, ordered list of stages.
 type Chain struct {

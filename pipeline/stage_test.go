@@ -29,11 +29,13 @@ func TestBuildOrder(t *testing.T) {
 		{"default order", nil, ""},
 		{"extra stage", []string{"auth", "agent", "guard", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, ""},
 		{"agent left out: put after auth", []string{"auth", "guard", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, ""},
-		{"agent not right after auth", []string{"auth", "guard", "agent", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}, `"agent" must come right after "auth"`},
-		{"agent before auth", []string{"agent", "auth", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}, `"agent" must come right after "auth"`},
+		{"agent not right after auth", []string{"auth", "guard", "agent", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, `"agent" must come right after "auth"`},
+		{"agent before auth", []string{"agent", "auth", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, `"agent" must come right after "auth"`},
 		{"unknown stage", []string{"auth", "nope"}, `unknown stage "nope"`},
-		{"missing required", []string{"auth", "allowlist", "precharge", "translate", "dispatch", "settle"}, `stage "log" is required`},
-		{"out of order", []string{"allowlist", "auth", "precharge", "translate", "dispatch", "settle", "log"}, `"auth" must come before "allowlist"`},
+		{"missing required", []string{"auth", "allowlist", "idempotency", "precharge", "translate", "dispatch", "settle"}, `stage "log" is required`},
+		{"idempotency left out", []string{"auth", "allowlist", "precharge", "translate", "dispatch", "settle", "log"}, `stage "idempotency" is required`},
+		{"idempotency after precharge", []string{"auth", "allowlist", "precharge", "idempotency", "translate", "dispatch", "settle", "log"}, `"idempotency" must come before "precharge"`},
+		{"out of order", []string{"allowlist", "auth", "idempotency", "precharge", "translate", "dispatch", "settle", "log"}, `"auth" must come before "allowlist"`},
 		{"twice", []string{"auth", "auth"}, `named twice`},
 	}
 	for _, tc := range cases {
