@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/tollgate-gw/tollgate/core/money"
+	"github.com/tollgate-gw/tollgate/internal/testgw"
+	"github.com/tollgate-gw/tollgate/store"
+	"github.com/tollgate-gw/tollgate/store/badgerstore"
 )
 
 // The spec's Idempotency rules, each against the real binary on the media
@@ -364,4 +368,59 @@ func rawPost(t *testing.T, base, path, key, idemKey, body string) (int, string) 
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
+}
+
+// A key whose call the gateway never finished (the process was killed
+// under it) stays held across a restart, then frees itself: its record, as
+// the binary wrote it, ends at most 10 minutes after the claim. The clock
+// is the store's argument: nothing waits 10 minutes.
+func TestIdempotencyKeyOfAKilledCallFreesItself(t *testing.T) {
+	t.Parallel()
+	g := testgw.Start(t, testgw.Options{Config: mediaConfig})
+	w := newMediaAccount(t, g, "5")
+	body := `{"model":"img","prompt":"never answered [sim:latency=60s]"}`
+	go func() {
+		_, _ = tryDo("POST", g.URL+"/v1/images/generations", map[string]string{"Authorization": "Bearer " + w.key, "Idempotency-Key": "killed-1"}, body)
+	}()
+	inFlight := func(g *testgw.Gateway) call {
+		return do(t, "POST", g.URL+"/v1/images/generations", map[string]string{"Authorization": "Bearer " + w.key, "Idempotency-Key": "killed-1"}, body)
+	}
+	// It holds its price once it has the key.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.held(t) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first call never started")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	wantError(t, inFlight(g), 409, "idempotency_in_flight", "killed-1")
+	g.Kill()
+
+	g2 := testgw.Start(t, testgw.Options{Config: mediaConfig, DataDir: g.DataDir})
+	wantError(t, inFlight(g2), 409, "idempotency_in_flight", "killed-1")
+	g2.Stop()
+
+	st, err := badgerstore.Open(filepath.Join(g.DataDir, "badger"), badgerstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	probe := func(at time.Time) store.IdemRecord {
+		return store.IdemRecord{Owner: "probe", Fingerprint: []byte("probe"), State: store.IdemRunning, CreatedAt: at, ExpiresAt: at.Add(time.Minute)}
+	}
+	now := time.Now()
+	held, won, err := st.ClaimIdempotencyKey(ctx, w.acct, "killed-1", probe(now), now)
+	if err != nil || won || held.State != store.IdemRunning {
+		t.Fatalf("the killed call's key: won=%v %+v %v", won, held, err)
+	}
+	if lease := held.ExpiresAt.Sub(held.CreatedAt); lease <= 0 || lease > 10*time.Minute {
+		t.Fatalf("the key is held for %s", lease)
+	}
+	if _, won, _ := st.ClaimIdempotencyKey(ctx, w.acct, "killed-1", probe(now), held.ExpiresAt.Add(-time.Nanosecond)); won {
+		t.Fatal("the key freed itself before its lease ended")
+	}
+	if _, won, _ := st.ClaimIdempotencyKey(ctx, w.acct, "killed-1", probe(held.CreatedAt.Add(10*time.Minute)), held.CreatedAt.Add(10*time.Minute)); !won {
+		t.Fatal("the key is still held 10 minutes after the claim")
+	}
 }
