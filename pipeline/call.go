@@ -301,7 +301,8 @@ func (w *ResponseWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	w.written += int64(n)
 	if w.capture != nil {
-		w.capture.write(b[:n])
+		// The answer as the gateway gave it, even when the client is gone.
+		w.capture.write(b)
 	}
 	if err != nil {
 		w.failed = true

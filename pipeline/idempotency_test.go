@@ -161,7 +161,7 @@ func TestIdempotencyBeforeTheZeroBalanceRefusal(t *testing.T) {
 	r := newIdemRig(t)
 	body := `{"model":"m"}`
 	broke := func(c *Call) *Call {
-		c.quota = apierr.New(apierr.QuotaExceeded, "insufficient balance")
+		c.Unpaid = apierr.New(apierr.QuotaExceeded, "insufficient balance")
 		return c
 	}
 	first := r.call("a", "done", body, httptest.NewRecorder())
@@ -178,6 +178,8 @@ func TestIdempotencyBeforeTheZeroBalanceRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, r.start(broke(r.call("a", "run", body, httptest.NewRecorder()))), apierr.IdempotencyInFlight)
+	// Another body under a kept key is not a retry: the 402 comes first.
+	wantCode(t, r.start(broke(r.call("a", "done", `{"model":"other"}`, httptest.NewRecorder()))), apierr.QuotaExceeded)
 	wantCode(t, r.start(broke(r.call("a", "new", body, httptest.NewRecorder()))), apierr.QuotaExceeded)
 	if err := r.start(r.call("a", "new", body, httptest.NewRecorder())); err != nil {
 		t.Fatalf("the refused call kept its key: %v", err)

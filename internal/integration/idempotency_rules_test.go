@@ -304,7 +304,8 @@ func TestIdempotencyRules(t *testing.T) {
 		if again.Status != 200 || again.Header.Get("Idempotency-Replayed") != "true" || !bytes.Equal(again.Body, first.Body) {
 			t.Fatalf("retry at zero balance: %d %s", again.Status, again.Body)
 		}
-		wantError(t, w.post(t, "/v1/images/generations", `{"model":"img","prompt":"other"}`, "Idempotency-Key", "last-1"), 409, "idempotency_key_reuse", "")
+		// Another body under that key is not a retry: the 402 comes first.
+		wantError(t, w.post(t, "/v1/images/generations", `{"model":"img","prompt":"other"}`, "Idempotency-Key", "last-1"), 402, "quota_exceeded", "")
 		wantError(t, w.post(t, "/v1/images/generations", body, "Idempotency-Key", "last-2"), 402, "quota_exceeded", "")
 		wantError(t, w.post(t, "/v1/images/generations", body), 402, "quota_exceeded", "")
 		// The refused key was not kept: with credit it runs.
