@@ -1028,22 +1028,21 @@ func TestAgentsResponsesToolsAndReasoning(t *testing.T) {
 	})
 }
 
-// timedEvent is one SSE event and when its data line arrived.
-type timedEvent struct {
+// streamedEvent is one SSE event as a client read it.
+type streamedEvent struct {
 	name string
 	data string
-	at   time.Duration
 }
 
-// timedStream reads a stream line by line, timing each event's arrival.
-func timedStream(t *testing.T, url string, headers map[string]string, body string) []timedEvent {
+// readStream reads a stream line by line, calling each with every event
+// as soon as its data line is read.
+func readStream(t *testing.T, url string, headers map[string]string, body string, each func(streamedEvent)) []streamedEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	start := time.Now()
 	resp, br := openStream(t, ctx, url, headers, body)
 	defer resp.Body.Close()
-	var out []timedEvent
+	var out []streamedEvent
 	name := ""
 	for {
 		line, err := br.ReadString('\n')
@@ -1051,7 +1050,9 @@ func timedStream(t *testing.T, url string, headers map[string]string, body strin
 			name = v
 		}
 		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
-			out = append(out, timedEvent{name: name, data: v, at: time.Since(start)})
+			ev := streamedEvent{name: name, data: v}
+			out = append(out, ev)
+			each(ev)
 			name = ""
 		}
 		if err != nil {
@@ -1065,7 +1066,7 @@ func timedStream(t *testing.T, url string, headers map[string]string, body strin
 // trace id in x-request-id.
 func TestAgentsStreams(t *testing.T) {
 	t.Parallel()
-	g, _ := startAgents(t, "")
+	g, up := startAgents(t, "")
 
 	for _, model := range []string{"ag-claude", "ag-chat"} {
 		t.Run("messages/"+model+"/text", func(t *testing.T) {
@@ -1161,13 +1162,15 @@ func TestAgentsStreams(t *testing.T) {
 		})
 	}
 
-	// The upstream waits 300 ms between events: each must reach the client
-	// when it is sent, not at the end.
+	// The upstream writes each text delta only once the client has read
+	// the one before (deltaGate): a delta the gateway held back instead of
+	// flushing it never reaches the client, and the upstream's wait for it
+	// runs out.
 	flush := []struct{ name, path, body string }{
-		{"messages native", "/v1/messages", `{"model":"ag-claude","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"slowly [sim:words=4,slow=300ms]"}]}`},
-		{"messages translated", "/v1/messages", `{"model":"ag-chat","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"slowly [sim:words=4,slow=300ms]"}]}`},
-		{"responses native", "/v1/responses", `{"model":"ag-gpt","stream":true,"input":"slowly [sim:words=4,slow=300ms]"}`},
-		{"responses translated", "/v1/responses", `{"model":"ag-chat","stream":true,"input":"slowly [sim:words=4,slow=300ms]"}`},
+		{"messages native", "/v1/messages", `{"model":"ag-claude","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"one at a time @GATE@ [sim:words=4]"}]}`},
+		{"messages translated", "/v1/messages", `{"model":"ag-chat","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"one at a time @GATE@ [sim:words=4]"}]}`},
+		{"responses native", "/v1/responses", `{"model":"ag-gpt","stream":true,"input":"one at a time @GATE@ [sim:words=4]"}`},
+		{"responses translated", "/v1/responses", `{"model":"ag-chat","stream":true,"input":"one at a time @GATE@ [sim:words=4]"}`},
 	}
 	for _, f := range flush {
 		t.Run("each event flushed/"+f.name, func(t *testing.T) {
@@ -1177,23 +1180,20 @@ func TestAgentsStreams(t *testing.T) {
 			if strings.HasPrefix(f.path, "/v1/messages") {
 				h = msgHeaders(w.key)
 			}
-			evs := timedStream(t, g.URL+f.path, h, f.body)
-			var deltas []time.Duration
-			for _, ev := range evs {
+			gate := up.gate(t)
+			deltas := 0
+			evs := readStream(t, g.URL+f.path, h, strings.Replace(f.body, "@GATE@", gate.mark, 1), func(ev streamedEvent) {
 				if ev.name == "content_block_delta" || ev.name == "response.output_text.delta" {
-					deltas = append(deltas, ev.at)
+					deltas++
+					gate.clientRead()
 				}
+			})
+			sent, stalled := gate.outcome()
+			for _, n := range stalled {
+				t.Errorf("text delta %d had not reached the client %s after the upstream wrote it: held back, not flushed", n, gateWait)
 			}
-			if len(deltas) != 4 {
-				t.Fatalf("%d text deltas: %+v", len(deltas), evs)
-			}
-			for i := 1; i < len(deltas); i++ {
-				if gap := deltas[i] - deltas[i-1]; gap < 150*time.Millisecond {
-					t.Errorf("delta %d came %s after the one before: held back, not flushed (%v)", i, gap, deltas)
-				}
-			}
-			if end := evs[len(evs)-1].at; end-deltas[0] < 700*time.Millisecond {
-				t.Errorf("the first delta at %s, the end at %s: not flushed as it came", deltas[0], end)
+			if deltas != 4 || sent != 4 {
+				t.Fatalf("the upstream wrote %d text deltas, the client read %d: %+v", sent, deltas, evs)
 			}
 			w.settled(t, 1)
 		})

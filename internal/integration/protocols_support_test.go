@@ -2,14 +2,18 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,7 +235,8 @@ type upstream struct {
 	mu     sync.Mutex
 	reqs   []vendorsim.Request
 	active int
-	ended  chan struct{} // one send per call answered
+	ended  chan struct{}         // one send per call answered
+	gates  map[string]*deltaGate // by the mark a gated call's body carries
 }
 
 // startUpstream serves vendorsim with the given default behaviour (a
@@ -258,11 +263,141 @@ func startUpstream(t *testing.T, knobs sim.Knobs) *upstream {
 			default:
 			}
 		}()
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(u.gated(w, r), r)
 	}))
 	t.Cleanup(srv.Close)
 	u.URL = srv.URL
 	return u
+}
+
+// gateWait is how long a gated upstream waits for the client to read a
+// text delta before it gives up on it (deltaGate): far more than a
+// process stalled under load takes.
+const gateWait = 10 * time.Second
+
+// deltaGate paces one upstream stream by its client: the upstream writes
+// text delta n+1 only once the client has read delta n. An event the
+// gateway holds back instead of flushing it never reaches the client, so
+// the upstream's wait runs out: the gate then records the delta the
+// client was missing and lets the stream go on, for the test to fail on
+// it rather than hang. No clock decides anything short of gateWait.
+type deltaGate struct {
+	mark string        // in the gated call's body
+	read chan struct{} // one per text delta the client read
+
+	mu      sync.Mutex
+	sent    int   // text deltas the upstream wrote
+	stalled []int // deltas the client had not read when the wait ran out
+}
+
+var gateMarks atomic.Int64
+
+// gate registers a gate for the one call whose body will carry its mark.
+func (u *upstream) gate(t *testing.T) *deltaGate {
+	t.Helper()
+	g := &deltaGate{mark: "gate-" + strconv.FormatInt(gateMarks.Add(1), 10) + "-", read: make(chan struct{}, 64)}
+	u.mu.Lock()
+	if u.gates == nil {
+		u.gates = map[string]*deltaGate{}
+	}
+	u.gates[g.mark] = g
+	u.mu.Unlock()
+	t.Cleanup(func() {
+		u.mu.Lock()
+		delete(u.gates, g.mark)
+		u.mu.Unlock()
+	})
+	return g
+}
+
+// clientRead is the client's word that it read one more text delta.
+func (g *deltaGate) clientRead() { g.read <- struct{}{} }
+
+// before runs ahead of each text delta the upstream writes.
+func (g *deltaGate) before(ctx context.Context) {
+	g.mu.Lock()
+	n := g.sent
+	g.sent++
+	g.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	wait := time.NewTimer(gateWait)
+	defer wait.Stop()
+	select {
+	case <-g.read:
+	case <-ctx.Done():
+	case <-wait.C:
+		g.mu.Lock()
+		g.stalled = append(g.stalled, n-1)
+		g.mu.Unlock()
+	}
+}
+
+// outcome is how many text deltas the upstream wrote and which ones the
+// client had not read when the next was due.
+func (g *deltaGate) outcome() (sent int, stalled []int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sent, slices.Clone(g.stalled)
+}
+
+// gated wraps w in its call's gate, if one is registered for it.
+func (u *upstream) gated(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	u.mu.Lock()
+	n := len(u.gates)
+	u.mu.Unlock()
+	if n == 0 {
+		return w
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for mark, g := range u.gates {
+		if bytes.Contains(body, []byte(mark)) {
+			return &gatedWriter{ResponseWriter: w, g: g, ctx: r.Context()}
+		}
+	}
+	return w
+}
+
+// gatedWriter is an upstream's response writer under a deltaGate; the
+// upstream writes one event per Write.
+type gatedWriter struct {
+	http.ResponseWriter
+	g   *deltaGate
+	ctx context.Context
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	if upstreamTextDelta(p) {
+		w.g.before(w.ctx)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *gatedWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *gatedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// upstreamTextDelta reports whether ev, one SSE event of an upstream
+// stream, carries a piece of text: a messages text_delta, a responses
+// output_text delta, or a completions chunk with content.
+func upstreamTextDelta(ev []byte) bool {
+	_, data, ok := bytes.Cut(ev, []byte("data: "))
+	if !ok {
+		return false
+	}
+	data, _, _ = bytes.Cut(data, []byte("\n"))
+	j := gjson.ParseBytes(data)
+	switch j.Get("type").Str {
+	case "content_block_delta":
+		return j.Get("delta.type").Str == "text_delta"
+	case "response.output_text.delta":
+		return true
+	}
+	return j.Get("choices.0.delta.content").Str != ""
 }
 
 // upstreamKey is the key the channels send and vendorsim requires.
