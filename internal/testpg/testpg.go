@@ -132,7 +132,7 @@ func Database(t testing.TB) string {
 	defer cancel()
 	u, err := s.CreateDatabase(ctx, fmt.Sprintf("db%d_%d", os.Getpid(), names.Add(1)))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, s.Diagnose())
 	}
 	return u
 }
@@ -151,12 +151,50 @@ func (s *Server) exec(t testing.TB, sql string) {
 	defer cancel()
 	c, err := pgx.Connect(ctx, s.URL)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, s.Diagnose())
 	}
 	defer c.Close(ctx)
 	if _, err := c.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+		t.Fatalf("%s: %v\n%s", sql, err, s.Diagnose())
 	}
+}
+
+// Diagnose says what the server was doing, for a test whose connection or
+// call to it failed or hung: each session's state and wait
+// (pg_stat_activity), then the tail of the server's log.
+func (s *Server) Diagnose() string {
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if c, err := pgx.Connect(ctx, s.URL); err != nil {
+		fmt.Fprintf(&b, "a new session to read pg_stat_activity: %v\n", err)
+	} else {
+		rows, err := c.Query(ctx, `SELECT pid, backend_type, coalesce(datname, ''), coalesce(state, ''),
+			coalesce(wait_event_type, ''), coalesce(wait_event, ''), coalesce(now() - backend_start, '0'::interval)::text,
+			left(query, 120) FROM pg_stat_activity ORDER BY backend_start`)
+		if err != nil {
+			fmt.Fprintf(&b, "pg_stat_activity: %v\n", err)
+		} else {
+			n := 0
+			for rows.Next() {
+				var pid int32
+				var typ, db, state, waitType, wait, age, query string
+				if err := rows.Scan(&pid, &typ, &db, &state, &waitType, &wait, &age, &query); err == nil {
+					fmt.Fprintf(&b, "%d %s db=%s state=%s wait=%s/%s for %s: %s\n", pid, typ, db, state, waitType, wait, age, query)
+					n++
+				}
+			}
+			rows.Close()
+			fmt.Fprintf(&b, "(%d sessions)\n", n)
+		}
+		c.Close(ctx)
+	}
+	if s.log != nil {
+		if log, err := os.ReadFile(s.log.Name()); err == nil {
+			fmt.Fprintf(&b, "server log:\n%s\n", tail(string(log), 4000))
+		}
+	}
+	return b.String()
 }
 
 // Stop ends the server and removes its directory.
@@ -288,7 +326,8 @@ func start(settings ...string) (*Server, error) {
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=500", "-c", "shared_buffers=128MB", "-c", "max_locks_per_transaction=256",
-		"-c", "log_min_messages=warning", "-c", "logging_collector=off"}
+		"-c", "log_min_messages=warning", "-c", "logging_collector=off",
+		"-c", "log_lock_waits=on"} // a wait past a second is in the log Diagnose shows
 	for _, kv := range settings {
 		s.args = append(s.args, "-c", kv)
 	}

@@ -19,7 +19,9 @@ func openURL(t *testing.T, url string, o Options) *Store {
 	o.URL = url
 	s, err := Open(context.Background(), o)
 	if err != nil {
-		t.Fatal(err)
+		// Once, under load, the first ping waited out its 30 s: say what
+		// the server was doing.
+		t.Fatalf("%v\n%s", err, testpg.Start(t).Diagnose())
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
