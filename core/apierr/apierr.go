@@ -330,6 +330,10 @@ func Write(w http.ResponseWriter, p protocol.ID, e *Error) {
 		h[k] = vs
 	}
 	h.Set("Content-Type", "application/json")
+	b := Body(p, e)
+	// Whole at once, even when the connection then waits on a client's
+	// body (a refusal's body is read away after it).
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(Body(p, e))
+	_, _ = w.Write(b)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +177,7 @@ func (b *body) done() { b.bodies.give(b.held) }
 // trickle does not.
 type timedBody struct {
 	io.ReadCloser
-	rc      *http.ResponseController
+	rc      http.ResponseController
 	timeout time.Duration
 	started bool
 }
@@ -209,37 +210,109 @@ func (t *timedBody) Read(p []byte) (int, error) {
 }
 
 // A body never read (its key was refused on the headers, or its length
-// was) is read away after the answer, without being kept, for at most
-// drainTime and drainBytes: a client that writes its whole body before it
-// reads sees the refusal rather than a reset connection, and a client that
-// stalls is let go.
+// was) must never be parsed as the next request on its connection: a
+// body carrying one would have it served (a desync; request smuggling
+// behind a proxy that shares connections). Whether the connection is kept
+// is settled before the answer's head is written, when a Connection
+// header still counts: a body of at most keepBytes that arrives within
+// keepTime is read away first and the connection kept; any other (larger,
+// chunked, slower) gets "Connection: close", and after the answer what it
+// still sends is read away, unkept, for at most drainTime (the body
+// timeout when shorter) and drainBytes, so that a client that writes its
+// whole body before it reads sees the refusal rather than a reset
+// connection, and a client that stalls is let go.
 const (
+	keepBytes  = 256 << 10 // Go's own bound for a body read away before an answer
+	keepTime   = 250 * time.Millisecond
 	drainTime  = 5 * time.Second
 	drainBytes = 256 << 20
 )
 
-// timeBody wraps r's body in a timedBody; the returned end, called once
-// the request is answered, sends the answer of a body never read and
-// reads that body away (drainTime, drainBytes), closing the connection
-// when there is more.
-func timeBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) (end func()) {
+// bodyGuard is the writer of a request with a body: it settles the
+// connection's fate at the answer's head when the body was never read.
+// A body the handler did read is Go's to settle: it reads what is left
+// before the head, bounded by the timedBody's deadline, and closes the
+// connection when that fails.
+type bodyGuard struct {
+	http.ResponseWriter
+	body    timedBody
+	length  int64
+	expect  bool // the client waits for 100 Continue: it sends no body after a refusal
+	drain   time.Duration
+	settled bool
+	closing bool // the answer says Connection: close; end reads the body away after it
+}
+
+// guardBody wraps r's body in a timedBody and w in its bodyGuard; the
+// returned end, called once the request is answered, sends the answer of
+// a body never read and reads that body away.
+func guardBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) (http.ResponseWriter, func()) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return func() {}
+		return w, func() {}
 	}
-	t := &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: bodyDeadline(timeout, r.ContentLength)}
-	r.Body = t
-	return func() {
-		if t.started {
-			return
-		}
-		_ = t.rc.EnableFullDuplex() // the body may be read after the answer went out
-		_ = t.rc.Flush()
-		_ = t.rc.SetReadDeadline(time.Now().Add(drainTime))
-		if _, err := io.CopyN(io.Discard, t.ReadCloser, drainBytes); err == io.EOF {
+	g := &bodyGuard{ResponseWriter: w, length: r.ContentLength, drain: drainTime,
+		expect: strings.EqualFold(r.Header.Get("Expect"), "100-continue")}
+	g.body = timedBody{ReadCloser: r.Body, rc: *http.NewResponseController(w), timeout: bodyDeadline(timeout, r.ContentLength)}
+	if timeout > 0 {
+		g.drain = min(g.drain, timeout)
+	}
+	r.Body = &g.body
+	return g, g.end
+}
+
+func (g *bodyGuard) WriteHeader(code int) {
+	if code >= http.StatusOK {
+		g.settle()
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *bodyGuard) Write(p []byte) (int, error) {
+	g.settle()
+	return g.ResponseWriter.Write(p)
+}
+
+func (g *bodyGuard) Flush() {
+	g.settle()
+	_ = g.body.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (g *bodyGuard) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+// settle decides, before the answer's head, whether the connection of a
+// body never read is kept.
+func (g *bodyGuard) settle() {
+	if g.settled {
+		return
+	}
+	g.settled = true
+	t := &g.body
+	if t.started {
+		return
+	}
+	if g.length > 0 && g.length <= keepBytes && !g.expect {
+		_ = t.rc.SetReadDeadline(time.Now().Add(keepTime))
+		if _, err := io.Copy(io.Discard, t.ReadCloser); err == nil {
 			_ = t.rc.SetReadDeadline(time.Time{})
 			return
 		}
-		w.Header().Set("Connection", "close")
-		_ = t.rc.SetReadDeadline(time.Now()) // the rest is not waited for
 	}
+	g.Header().Set("Connection", "close")
+	_ = t.rc.EnableFullDuplex() // the body is read after the answer, not before
+	g.closing = true
+}
+
+func (g *bodyGuard) end() {
+	g.settle() // the handler wrote nothing
+	if !g.closing {
+		return
+	}
+	t := &g.body
+	if !g.expect {
+		_ = t.rc.Flush()
+		_ = t.rc.SetReadDeadline(time.Now().Add(g.drain))
+		_, _ = io.CopyN(io.Discard, t.ReadCloser, drainBytes)
+	}
+	_ = t.rc.SetReadDeadline(time.Now()) // the rest is not waited for: the connection closes
 }

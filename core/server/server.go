@@ -254,7 +254,8 @@ func accountHandler(h kbapi.Handler) readHandler {
 // handler reads it after checking the key.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	defer timeBody(w, r, s.cfg.Server.BodyTimeoutOrDefault())()
+	w, end := guardBody(w, r, s.cfg.Server.BodyTimeoutOrDefault())
+	defer end()
 	id := NewRequestID()
 	h := w.Header()
 	h.Set("x-gateway-trace", id)
