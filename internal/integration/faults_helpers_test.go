@@ -153,6 +153,34 @@ func pluginPids(t *testing.T, g *testgw.Gateway, name string) []int {
 	return out
 }
 
+// stormWait bounds a crash storm's wait for its load before a kill. It is
+// generous: on a loaded machine a plugin may take seconds to come back
+// from the last kill, and its callers to reach it again.
+const stormWait = 30 * time.Second
+
+// waitStorm polls cond until it holds; past stormWait the test fails,
+// saying what it waited for and what cond last saw. A wait is logged.
+func waitStorm(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	start := time.Now()
+	var first string
+	for deadline := start.Add(stormWait); ; time.Sleep(20 * time.Millisecond) {
+		ok, seen := cond()
+		if ok {
+			if first != "" {
+				t.Logf("%s: waited %v (%s)", what, time.Since(start).Round(time.Millisecond), first)
+			}
+			return
+		}
+		if first == "" {
+			first = seen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v (%s)", what, stormWait, seen)
+		}
+	}
+}
+
 // rowsByRequest reads every row of the account and returns them by
 // request id.
 func rowsByRequest(t *testing.T, g *testgw.Gateway, acct string) map[string][]map[string]any {
