@@ -83,8 +83,8 @@ type JobRoute struct {
 // rowBilling is the billing identity the call's row shows: its family's,
 // or, for a call refused before its model chose a family (a 402 at
 // authentication, an unknown model, a bad body), what every family
-// declaring its route shares, so that the row still says image, video...
-// and not a token-billed call.
+// declaring its route shares, so that the row still names its family's
+// unit and not a token-billed call.
 func (j *Job) rowBilling() vendor.Billing {
 	if j.Spec != nil || len(j.Routes) == 0 {
 		return j.Billing

@@ -34,10 +34,6 @@ var validUnitTypes = map[string]bool{
 	"voice": true, "search": true, "transcript": true, "chat": true,
 }
 
-// techKinds are the kinds a technical view may name (else null): the
-// spec's closed vocabulary, whatever a plugin's family describes.
-var techKinds = map[string]bool{"video": true, "image": true, "music": true, "audio": true}
-
 func badRequest(format string, args ...any) *apierr.Error {
 	return apierr.Newf(apierr.InvalidRequest, format, args...)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tollgate-gw/tollgate/core/money"
 	"github.com/tollgate-gw/tollgate/core/redact"
+	"github.com/tollgate-gw/tollgate/plugins/vendor"
 	"github.com/tollgate-gw/tollgate/store"
 )
 
@@ -138,7 +139,7 @@ func toTech(row *store.LogRow, red *redact.Redactor) Tech {
 	if t == nil {
 		return out
 	}
-	if techKinds[t.Kind] {
+	if vendor.ValidLogKind(t.Kind) { // a kind outside the vocabulary is null
 		out.Kind = &t.Kind
 	}
 	out.Request = redactKVs(t.Request, red)

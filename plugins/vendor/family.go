@@ -79,10 +79,17 @@ type FamilySpec struct {
 	// banner offers to try it with, in order.
 	Endpoint string
 	Examples []Example
-	// LogKind is the "kind" of the technical view of its rows (image,
-	// video, music, audio; "" for none), where a route does not say.
+	// LogKind is the "kind" of the technical view of its rows (one of
+	// LogKinds; "" for none), where a route does not say.
 	LogKind string
 }
+
+// logKinds are the kinds a row's technical view may name: the logs API
+// shows any other as null.
+var logKinds = map[string]bool{"video": true, "image": true, "music": true, "audio": true}
+
+// ValidLogKind reports whether k is one of the technical view's kinds.
+func ValidLogKind(k string) bool { return logKinds[k] }
 
 // Example is a call the start banner prints to try a family: a GET of
 // Path, or a POST of a JSON body naming the first configured model of
